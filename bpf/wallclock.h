@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * wallclock.h - the only contract between the BPF programs and user space.
+ *
+ * Owns: the thread states time is charged to, the per-thread record the task
+ * iterator and the exit ring buffer emit, and the per-CPU event counters.
+ * Both sides include it; change it only together with bpf/wallclock.bpf.c and
+ * plugin/wc_collector.c.
+ *
+ * Units are in the names: every time is nanoseconds of one thread's time.
+ */
+#ifndef WALLCLOCK_BPF_H
+#define WALLCLOCK_BPF_H
+
+#define WC_COMM_LEN 16
+
+/* Where a thread's time goes.  The first WC_NSTATES are charged; DEAD marks
+ * a thread whose final record has been emitted, so nothing charges it again. */
+enum wc_state {
+	WC_ONCPU = 0,	/* running on a CPU */
+	WC_RUNQ = 1,	/* runnable, waiting for a CPU (schedstat run_delay) */
+	WC_SLEEP = 2,	/* interruptible (and idle/stopped) sleep */
+	WC_BLOCKED = 3, /* uninterruptible sleep without TASK_NOLOAD: mostly I/O */
+	WC_NSTATES = 4,
+	WC_DEAD = 5,
+};
+
+/* wc_task_rec.flags */
+#define WC_REC_KTHREAD 0x1u /* a kernel thread (PF_KTHREAD) */
+#define WC_REC_EXITED 0x2u  /* final record of a thread, from the exit ring */
+
+/*
+ * One thread, cumulative since the profiler first saw it.  The task iterator
+ * emits one per live thread at each read (charging in-progress time up to
+ * the moment it looks); the scheduler hook emits a final one when the thread
+ * dies.  User space keeps the previous record per id and takes differences.
+ */
+struct wc_task_rec {
+	__u64 id;		/* unique per thread for the life of the profiler */
+	__u64 leader_start_ns;	/* start time of the thread group leader */
+	__u64 time_ns[WC_NSTATES];
+	__u64 samples;		/* on-CPU samples taken while this thread ran */
+	__u32 tid;
+	__u32 tgid;
+	__u32 flags;
+	__u32 state;
+	char leader_comm[WC_COMM_LEN];
+};
+
+/* Per-CPU event counters, summed by user space.  Only rare paths and samples
+ * count here, so the context-switch path pays nothing for them. */
+enum wc_counter {
+	WC_CNT_SAMPLES,		/* on-CPU samples of a profiled thread */
+	WC_CNT_IDLE_SAMPLES,	/* samples that found the CPU idle */
+	WC_CNT_SAMPLES_LOST,	/* samples of a thread with no storage yet */
+	WC_CNT_STORAGE_FAILED,	/* task storage could not be created */
+	WC_CNT_EXITS,		/* threads that died while profiled */
+	WC_CNT_EXITS_DROPPED,	/* final records lost to a full exit ring */
+	WC_CNT_TORN_READS,	/* iterator gave up on a thread being updated */
+	WC_CNT_NR,
+};
+
+struct wc_counters {
+	__u64 v[WC_CNT_NR];
+};
+
+#endif /* WALLCLOCK_BPF_H */

@@ -1,0 +1,267 @@
+/*
+ * wallclock.c - the collectd plugin: the only file that speaks collectd.
+ *
+ * Owns: the plugin context (configuration and running engine), the
+ * translation of <Plugin wallclock> into wc_config options, the types the
+ * plugin dispatches, and the dispatch of per-group and self metrics.
+ *
+ * Threads: collectd calls config and init on its main thread, runs a read
+ * callback on one read thread at a time, and calls shutdown after the read
+ * threads have stopped.  So the context needs no lock: each phase is the
+ * only one touching it.
+ */
+#include "collectd/core/daemon/collectd.h"
+#include "collectd/core/daemon/plugin.h"
+#include "collectd/core/utils/common/common.h"
+
+#include <bpf/libbpf.h>
+
+#include "wc_engine.h"
+#include "wc_log.h"
+
+#define PLUGIN "wallclock"
+#define MAX_VALUES 8
+/* Log a failing read the first time and then every this many reads. */
+#define READ_ERROR_EVERY 60
+
+static struct {
+	struct wc_config cfg;
+	bool configured;
+	struct wc_engine *engine;
+	uint64_t read_errors;
+} ctx;
+
+static void log_sink(enum wc_log_level level, const char *msg)
+{
+	static const int map[] = {
+		[WC_LOG_ERR] = LOG_ERR,	      [WC_LOG_WARN] = LOG_WARNING,
+		[WC_LOG_NOTICE] = LOG_NOTICE, [WC_LOG_INFO] = LOG_INFO,
+		[WC_LOG_DEBUG] = LOG_DEBUG,
+	};
+
+	plugin_log(map[level], PLUGIN " plugin: %s", msg);
+}
+
+/* libbpf's lines already start with "libbpf: "; its debug chatter and the
+ * verifier log come at lower levels unless a load fails. */
+static int libbpf_sink(enum libbpf_print_level level, const char *fmt,
+		       va_list ap)
+{
+	char line[1024];
+	size_t n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	n = strlen(line);
+	while (n > 0 && line[n - 1] == '\n')
+		line[--n] = '\0';
+	plugin_log(level == LIBBPF_WARN ? LOG_WARNING : LOG_INFO,
+		   PLUGIN " plugin: %s", line);
+	return 0;
+}
+
+static int to_cvals(const oconfig_item_t *item, struct wc_cval *vals,
+		    char *err, size_t errlen)
+{
+	int i;
+
+	if (item->children_num > 0)
+		return wc_err(err, errlen, "%s does not take a block",
+			      item->key);
+	if (item->values_num > MAX_VALUES)
+		return wc_err(err, errlen, "%s: too many values (%d)",
+			      item->key, item->values_num);
+	for (i = 0; i < item->values_num; i++) {
+		const oconfig_value_t *v = &item->values[i];
+
+		memset(&vals[i], 0, sizeof(vals[i]));
+		switch (v->type) {
+		case OCONFIG_TYPE_STRING:
+			vals[i].type = WC_CVAL_STRING;
+			vals[i].s = v->value.string;
+			break;
+		case OCONFIG_TYPE_NUMBER:
+			vals[i].type = WC_CVAL_NUMBER;
+			vals[i].n = v->value.number;
+			break;
+		default:
+			vals[i].type = WC_CVAL_BOOL;
+			vals[i].b = v->value.boolean;
+			break;
+		}
+	}
+	return 0;
+}
+
+static int wc_config_cb(oconfig_item_t *ci)
+{
+	struct wc_cval vals[MAX_VALUES];
+	char err[512];
+	int i;
+
+	for (i = 0; i < ci->children_num; i++) {
+		const oconfig_item_t *item = &ci->children[i];
+
+		if (to_cvals(item, vals, err, sizeof(err)) ||
+		    wc_config_set(&ctx.cfg, item->key, vals, item->values_num,
+				  err, sizeof(err))) {
+			ERROR(PLUGIN " plugin: %s", err);
+			return -1;
+		}
+	}
+	if (wc_config_finish(&ctx.cfg, err, sizeof(err))) {
+		ERROR(PLUGIN " plugin: %s", err);
+		return -1;
+	}
+	ctx.configured = true;
+	return 0;
+}
+
+static void submit(const char *group, const char *type, const char *tinst,
+		   value_t value)
+{
+	value_list_t vl = VALUE_LIST_INIT;
+
+	vl.values = &value;
+	vl.values_len = 1;
+	sstrncpy(vl.plugin, PLUGIN, sizeof(vl.plugin));
+	sstrncpy(vl.plugin_instance, group, sizeof(vl.plugin_instance));
+	sstrncpy(vl.type, type, sizeof(vl.type));
+	sstrncpy(vl.type_instance, tinst, sizeof(vl.type_instance));
+	plugin_dispatch_values(&vl);
+}
+
+static void submit_us(const char *group, const char *tinst, uint64_t ns)
+{
+	submit(group, "wallclock_us", tinst,
+	       (value_t){ .derive = (derive_t)(ns / 1000) });
+}
+
+/* Cumulative nanoseconds become cumulative microseconds: the remainder is
+ * carried in the next read's total, never lost. */
+static void submit_group(void *arg, const struct wc_group_view *g)
+{
+	uint64_t off = g->time_ns[WC_RUNQ] + g->time_ns[WC_SLEEP] +
+		       g->time_ns[WC_BLOCKED];
+
+	(void)arg;
+	submit_us(g->name, "oncpu", g->time_ns[WC_ONCPU]);
+	submit_us(g->name, "offcpu", off);
+	submit_us(g->name, "runqueue", g->time_ns[WC_RUNQ]);
+	submit_us(g->name, "sleep", g->time_ns[WC_SLEEP]);
+	submit_us(g->name, "blocked", g->time_ns[WC_BLOCKED]);
+	submit(g->name, "wallclock_samples", "",
+	       (value_t){ .derive = (derive_t)g->samples });
+	submit(g->name, "wallclock_threads", "",
+	       (value_t){ .gauge = (gauge_t)g->threads });
+}
+
+static void submit_derive(const char *tinst, uint64_t v)
+{
+	submit("", "derive", tinst, (value_t){ .derive = (derive_t)v });
+}
+
+static void submit_gauge(const char *tinst, double v)
+{
+	submit("", "gauge", tinst, (value_t){ .gauge = v });
+}
+
+/* The profiler's own health, under the plugin without an instance (no
+ * group name can be empty, so these never collide with a group). */
+static void submit_self(void)
+{
+	struct wc_self_stats s;
+
+	wc_engine_self(ctx.engine, &s);
+	submit_derive("samples", s.bpf.v[WC_CNT_SAMPLES]);
+	submit_derive("idle_samples", s.bpf.v[WC_CNT_IDLE_SAMPLES]);
+	submit_derive("samples_lost", s.bpf.v[WC_CNT_SAMPLES_LOST]);
+	submit_derive("storage_failed", s.bpf.v[WC_CNT_STORAGE_FAILED]);
+	submit_derive("exits", s.bpf.v[WC_CNT_EXITS]);
+	submit_derive("exits_dropped", s.bpf.v[WC_CNT_EXITS_DROPPED]);
+	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
+	submit_derive("threads_lost", s.acct.threads_lost);
+	submit_derive("threads_untracked", s.acct.threads_untracked);
+	submit_derive("read_errors", ctx.read_errors);
+	submit_gauge("threads", s.acct.threads);
+	submit_gauge("processes", s.acct.processes);
+	submit_gauge("groups", s.acct.groups);
+	submit_gauge("processes_waiting", s.acct.waiting);
+	submit_gauge("cpus", s.ncpus);
+	submit("", "duration", "read",
+	       (value_t){ .gauge = (double)s.read_ns / 1e9 });
+}
+
+/* A failing read is logged and counted but reported as success: collectd
+ * would otherwise back off the whole plugin for up to a day. */
+static int wc_read_cb(user_data_t *ud)
+{
+	char err[512];
+
+	(void)ud;
+	if (wc_engine_read(ctx.engine, err, sizeof(err))) {
+		if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
+			WARNING(PLUGIN " plugin: read failed (%" PRIu64
+				" so far): %s", ctx.read_errors, err);
+	}
+	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
+	submit_self();
+	return 0;
+}
+
+static int wc_init_cb(void)
+{
+	struct wc_self_stats s;
+	char err[1024];
+
+	libbpf_set_print(libbpf_sink);
+	if (!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err))) {
+		ERROR(PLUGIN " plugin: %s", err);
+		return -1;
+	}
+	if (wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err))) {
+		ERROR(PLUGIN " plugin: not started: %s. The rest of collectd "
+			     "keeps running.", err);
+		return -1;
+	}
+	wc_engine_self(ctx.engine, &s);
+	INFO(PLUGIN " plugin: profiling at %u Hz on %u CPUs%s",
+	     ctx.cfg.sample_hz, s.ncpus,
+	     ctx.cfg.kthreads ? ", kernel threads included" : "");
+	return plugin_register_complex_read(NULL, PLUGIN, wc_read_cb, 0, NULL);
+}
+
+static int wc_shutdown_cb(void)
+{
+	wc_engine_close(ctx.engine);
+	ctx.engine = NULL;
+	wc_config_free(&ctx.cfg);
+	return 0;
+}
+
+static void register_types(void)
+{
+	static data_source_t us = { "value", DS_TYPE_DERIVE, 0.0, NAN };
+	static data_source_t samples = { "value", DS_TYPE_DERIVE, 0.0, NAN };
+	static data_source_t threads = { "value", DS_TYPE_GAUGE, 0.0, NAN };
+	data_set_t sets[] = {
+		{ "wallclock_us", 1, &us },
+		{ "wallclock_samples", 1, &samples },
+		{ "wallclock_threads", 1, &threads },
+	};
+	size_t i;
+
+	for (i = 0; i < STATIC_ARRAY_SIZE(sets); i++)
+		plugin_register_data_set(&sets[i]);
+}
+
+__attribute__((visibility("default"))) void module_register(void)
+{
+	wc_log_set(log_sink);
+	wc_config_init(&ctx.cfg);
+	register_types();
+	plugin_register_complex_config(PLUGIN, wc_config_cb);
+	plugin_register_init(PLUGIN, wc_init_cb);
+	plugin_register_shutdown(PLUGIN, wc_shutdown_cb);
+}

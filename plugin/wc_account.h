@@ -1,0 +1,76 @@
+/*
+ * wc_account.h - per-thread records in, per-group totals out.
+ *
+ * Owns: the table of threads (last record seen per thread id), the table of
+ * processes (keyed by tgid and the leader's start time, so a reused PID is
+ * a new process), and the groups metrics are dispatched under.  All three
+ * are bounded at creation: threads and processes by max_threads, groups by
+ * the configured selections plus max_groups automatic ones plus "other".
+ *
+ * One read is begin, then one wc_account_record() per record (live threads
+ * from the iterator first, then final records of dead threads), then end.
+ * A record carries a thread's cumulative times; the difference from the
+ * previous record is what the thread did since, and it is added to the
+ * thread's process and, at end, to the process's group.  A dead thread's
+ * final record closes its account and the thread is forgotten; a thread
+ * that vanishes without one (its record was dropped) is forgotten after
+ * two reads and counted as lost.
+ *
+ * Automatic groups (one per process name) take a free slot when they first
+ * appear, the busiest first; when all slots are taken the newcomers' time
+ * goes to "other" until a slot frees up.  A slot frees once its group has
+ * had no thread for five reads, so series stay stable while processes
+ * churn.  Not thread-safe: one caller at a time.
+ */
+#ifndef WC_ACCOUNT_H
+#define WC_ACCOUNT_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../bpf/wallclock.h"
+#include "wc_select.h"
+
+struct wc_account;
+
+struct wc_account_opts {
+	uint32_t max_threads;
+	uint32_t max_groups;
+	const struct wc_selector *selector; /* must outlive the account */
+};
+
+/* A group as dispatched: times and samples are cumulative since the group
+ * was created (monotonic counters), threads is this read's count. */
+struct wc_group_view {
+	const char *name;
+	uint64_t time_ns[WC_NSTATES];
+	uint64_t samples;
+	uint32_t threads;
+};
+
+struct wc_account_stats {
+	uint64_t threads_lost;	    /* vanished without a final record */
+	uint64_t threads_untracked; /* table full: their time is not counted */
+	uint64_t regressions;	    /* a counter went backwards (a bug) */
+	uint32_t threads;	    /* threads tracked now */
+	uint32_t processes;	    /* processes tracked now */
+	uint32_t groups;	    /* groups dispatched */
+	uint32_t waiting;	    /* processes in "other" for want of a slot */
+};
+
+int wc_account_new(const struct wc_account_opts *opts,
+		   struct wc_account **out);
+void wc_account_free(struct wc_account *a);
+
+void wc_account_begin(struct wc_account *a);
+void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
+void wc_account_end(struct wc_account *a);
+
+typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);
+void wc_account_foreach(const struct wc_account *a, wc_group_fn fn,
+			void *arg);
+void wc_account_stats(const struct wc_account *a,
+		      struct wc_account_stats *out);
+
+#endif /* WC_ACCOUNT_H */

@@ -1,0 +1,374 @@
+/* wc_collector.c - see wc_collector.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "wallclock.skel.h"
+#include "wc_collector.h"
+#include "wc_log.h"
+
+#define ITER_BUF_BYTES (64 * 1024)
+#define REC_BYTES sizeof(struct wc_task_rec)
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF 39
+#endif
+
+struct wc_collector {
+	struct wallclock_bpf *skel;
+	struct bpf_link *sched_links[3];
+	struct bpf_link *iter_link;
+	struct bpf_link **perf_links; /* one per sampled CPU */
+	unsigned int nperf;
+	struct ring_buffer *exit_ring;
+	int ncpus_possible;
+	/* valid during a poll only */
+	wc_rec_fn fn;
+	void *arg;
+	unsigned char iter_buf[ITER_BUF_BYTES + REC_BYTES];
+};
+
+static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
+{
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
+/* Say what is missing before the kernel says only "EPERM". */
+static int check_caps(char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[2] = {};
+
+	if (syscall(SYS_capget, &h, d) != 0)
+		return 0; /* cannot tell: let the kernel decide */
+	if (has_cap(d, CAP_SYS_ADMIN) ||
+	    (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
+		return 0;
+	return wc_err(err, errlen,
+		      "missing capabilities: loading the profiler needs "
+		      "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and this "
+		      "collectd has%s%s%s of them; run collectd as root with "
+		      "its full capability set (or grant CAP_BPF, CAP_PERFMON "
+		      "in its service's CapabilityBoundingSet/"
+		      "AmbientCapabilities)",
+		      has_cap(d, CAP_BPF) ? " CAP_BPF" : "",
+		      has_cap(d, CAP_PERFMON) ? " CAP_PERFMON" : "",
+		      has_cap(d, CAP_BPF) || has_cap(d, CAP_PERFMON) ? " only"
+								      : " none");
+}
+
+static int check_btf(char *err, size_t errlen)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) == 0)
+		return 0;
+	return wc_err(err, errlen,
+		      "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): "
+		      "wallclock needs a kernel built with "
+		      "CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+}
+
+static unsigned int round_pow2(unsigned long v)
+{
+	unsigned long p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return (unsigned int)p;
+}
+
+static int load(struct wc_collector *c, const struct wc_collector_opts *o,
+		char *err, size_t errlen)
+{
+	unsigned long bytes = (unsigned long)o->exit_ring_kib * 1024;
+	int rc;
+
+	c->skel = wallclock_bpf__open();
+	if (!c->skel)
+		return wc_err(err, errlen, "opening the BPF object failed: %s",
+			      strerror(errno));
+	c->skel->rodata->include_kthreads = o->kthreads;
+	bytes = round_pow2(bytes < 4096 ? 4096 : bytes);
+	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
+	if (rc)
+		return wc_err(err, errlen, "sizing the exit ring failed: %s",
+			      strerror(-rc));
+	rc = wallclock_bpf__load(c->skel);
+	if (rc == -EPERM)
+		return wc_err(err, errlen,
+			      "the kernel refused to load the BPF programs "
+			      "(%s): check the capabilities above and kernel "
+			      "lockdown (/sys/kernel/security/lockdown)",
+			      strerror(-rc));
+	if (rc)
+		return wc_err(err, errlen,
+			      "loading the BPF programs failed: %s (the "
+			      "libbpf messages above say which check failed)",
+			      strerror(-rc));
+	return 0;
+}
+
+static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
+{
+	struct bpf_program *progs[3] = {
+		c->skel->progs.wc_switch,
+		c->skel->progs.wc_wakeup,
+		c->skel->progs.wc_wakeup_new,
+	};
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		c->sched_links[i] = bpf_program__attach(progs[i]);
+		if (!c->sched_links[i]) {
+			c->sched_links[i] = NULL;
+			return wc_err(err, errlen,
+				      "attaching %s failed: %s",
+				      bpf_program__section_name(progs[i]),
+				      strerror(errno));
+		}
+	}
+	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
+	if (!c->iter_link)
+		return wc_err(err, errlen,
+			      "attaching the task iterator failed: %s",
+			      strerror(errno));
+	return 0;
+}
+
+static int perf_event_open_cpu(unsigned int hz, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* cpu-clock counts nanoseconds: a fixed period is exact */
+		.sample_period = 1000000000ULL / hz,
+	};
+
+	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1,
+			    PERF_FLAG_FD_CLOEXEC);
+}
+
+static int paranoia(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	int v = -99;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -99;
+		fclose(f);
+	}
+	return v;
+}
+
+static int attach_cpu(struct wc_collector *c, unsigned int hz, int cpu,
+		      char *err, size_t errlen)
+{
+	struct bpf_link *link;
+	int fd = perf_event_open_cpu(hz, cpu);
+
+	if (fd < 0 && (errno == ENODEV || errno == ENOENT))
+		return 0; /* went offline meanwhile */
+	if (fd < 0)
+		return wc_err(err, errlen,
+			      "opening the cpu-clock perf event on CPU %d "
+			      "failed: %s (needs CAP_PERFMON or CAP_SYS_ADMIN; "
+			      "kernel.perf_event_paranoid is %d)",
+			      cpu, strerror(errno), paranoia());
+	link = bpf_program__attach_perf_event(c->skel->progs.wc_sample, fd);
+	if (!link) {
+		int e = errno;
+
+		close(fd);
+		return wc_err(err, errlen,
+			      "attaching the sampler to CPU %d failed: %s", cpu,
+			      strerror(e));
+	}
+	c->perf_links[c->nperf++] = link;
+	return 0;
+}
+
+/* /sys/devices/system/cpu/online: "0-3,5,7-8" */
+static int attach_sampler(struct wc_collector *c, unsigned int hz, char *err,
+			  size_t errlen)
+{
+	char list[1024], *tok, *save = NULL;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+
+	if (!f || !fgets(list, sizeof(list), f)) {
+		if (f)
+			fclose(f);
+		return wc_err(err, errlen,
+			      "cannot read /sys/devices/system/cpu/online");
+	}
+	fclose(f);
+	c->perf_links = calloc((size_t)c->ncpus_possible,
+			       sizeof(*c->perf_links));
+	if (!c->perf_links)
+		return wc_err(err, errlen, "out of memory");
+	for (tok = strtok_r(list, ",\n", &save); tok;
+	     tok = strtok_r(NULL, ",\n", &save)) {
+		int lo, hi, cpu;
+
+		if (sscanf(tok, "%d-%d", &lo, &hi) != 2)
+			hi = lo = atoi(tok);
+		for (cpu = lo; cpu <= hi && cpu < c->ncpus_possible; cpu++)
+			if (attach_cpu(c, hz, cpu, err, errlen))
+				return -1;
+	}
+	return 0;
+}
+
+static int on_exit_record(void *ctx, void *data, size_t size)
+{
+	struct wc_collector *c = ctx;
+
+	if (size >= REC_BYTES)
+		c->fn(c->arg, data);
+	return 0;
+}
+
+int wc_collector_open(const struct wc_collector_opts *o,
+		      struct wc_collector **out, char *err, size_t errlen)
+{
+	struct wc_collector *c;
+
+	if (check_caps(err, errlen) || check_btf(err, errlen))
+		return -1;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return wc_err(err, errlen, "out of memory");
+	c->ncpus_possible = libbpf_num_possible_cpus();
+	if (c->ncpus_possible <= 0) {
+		free(c);
+		return wc_err(err, errlen, "cannot count the possible CPUs");
+	}
+	if (load(c, o, err, errlen) || attach_sched(c, err, errlen) ||
+	    attach_sampler(c, o->sample_hz, err, errlen))
+		goto fail;
+	c->exit_ring = ring_buffer__new(bpf_map__fd(c->skel->maps.exits),
+					on_exit_record, c, NULL);
+	if (!c->exit_ring) {
+		wc_err(err, errlen, "opening the exit ring failed: %s",
+		       strerror(errno));
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	wc_collector_close(c);
+	return -1;
+}
+
+static void deliver(struct wc_collector *c, size_t *have)
+{
+	size_t off = 0;
+
+	while (*have - off >= REC_BYTES) {
+		struct wc_task_rec rec;
+
+		memcpy(&rec, c->iter_buf + off, REC_BYTES);
+		c->fn(c->arg, &rec);
+		off += REC_BYTES;
+	}
+	memmove(c->iter_buf, c->iter_buf + off, *have - off);
+	*have -= off;
+}
+
+static int run_iterator(struct wc_collector *c, char *err, size_t errlen)
+{
+	int fd = bpf_iter_create(bpf_link__fd(c->iter_link));
+	size_t have = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return wc_err(err, errlen, "starting the task iterator: %s",
+			      strerror(errno));
+	for (;;) {
+		n = read(fd, c->iter_buf + have, ITER_BUF_BYTES);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+		deliver(c, &have);
+	}
+	close(fd);
+	if (n < 0)
+		return wc_err(err, errlen, "reading the task iterator: %s",
+			      strerror(errno));
+	return 0;
+}
+
+int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
+		      char *err, size_t errlen)
+{
+	int rc;
+
+	c->fn = fn;
+	c->arg = arg;
+	/* Live threads first: a thread dying meanwhile then has its final
+	 * record after its last live one, never before. */
+	rc = run_iterator(c, err, errlen);
+	if (ring_buffer__consume(c->exit_ring) < 0 && rc == 0)
+		rc = wc_err(err, errlen, "draining the exit ring: %s",
+			    strerror(errno));
+	c->fn = NULL;
+	c->arg = NULL;
+	return rc;
+}
+
+void wc_collector_counters(const struct wc_collector *c,
+			   struct wc_counters *sum)
+{
+	struct wc_counters *per_cpu;
+	__u32 zero = 0;
+	int cpu, k;
+
+	memset(sum, 0, sizeof(*sum));
+	per_cpu = calloc((size_t)c->ncpus_possible, sizeof(*per_cpu));
+	if (!per_cpu)
+		return;
+	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.counters), &zero,
+				per_cpu) == 0)
+		for (cpu = 0; cpu < c->ncpus_possible; cpu++)
+			for (k = 0; k < WC_CNT_NR; k++)
+				sum->v[k] += per_cpu[cpu].v[k];
+	free(per_cpu);
+}
+
+unsigned int wc_collector_ncpus(const struct wc_collector *c)
+{
+	return c->nperf;
+}
+
+void wc_collector_close(struct wc_collector *c)
+{
+	unsigned int i;
+
+	if (!c)
+		return;
+	ring_buffer__free(c->exit_ring);
+	for (i = 0; i < c->nperf; i++)
+		bpf_link__destroy(c->perf_links[i]);
+	free(c->perf_links);
+	bpf_link__destroy(c->iter_link);
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(c->sched_links[i]);
+	wallclock_bpf__destroy(c->skel);
+	free(c);
+}

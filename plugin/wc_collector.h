@@ -1,0 +1,48 @@
+/*
+ * wc_collector.h - the BPF side, seen from user space.
+ *
+ * Owns: the loaded skeleton, its links (scheduler tracepoints, the task
+ * iterator, one cpu-clock perf event per online CPU) and the exit ring
+ * reader.  wc_collector_close() detaches and frees all of it: no program
+ * or link outlives the collector.
+ *
+ * A poll runs the task iterator (one record per live thread, charged up to
+ * now) and then drains the exit ring (final records of threads that died),
+ * handing every record to the caller in that order.  No collectd headers.
+ */
+#ifndef WC_COLLECTOR_H
+#define WC_COLLECTOR_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../bpf/wallclock.h"
+
+struct wc_collector;
+
+struct wc_collector_opts {
+	unsigned int sample_hz;
+	bool kthreads;
+	unsigned int exit_ring_kib; /* rounded up to a power of two */
+};
+
+/* Load and attach.  On failure, err says what was refused and what to do
+ * about it, and nothing stays loaded. */
+int wc_collector_open(const struct wc_collector_opts *opts,
+		      struct wc_collector **out, char *err, size_t errlen);
+
+typedef void (*wc_rec_fn)(void *arg, const struct wc_task_rec *rec);
+int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
+		      char *err, size_t errlen);
+
+/* Event counters summed over CPUs (cumulative since open). */
+void wc_collector_counters(const struct wc_collector *c,
+			   struct wc_counters *sum);
+
+/* Number of CPUs sampled. */
+unsigned int wc_collector_ncpus(const struct wc_collector *c);
+
+void wc_collector_close(struct wc_collector *c);
+
+#endif /* WC_COLLECTOR_H */

@@ -1,0 +1,310 @@
+/* wc_config.c - see wc_config.h. */
+#include <errno.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "wc_config.h"
+#include "wc_log.h"
+#include "wc_name.h"
+
+#define DEFAULT_SPOOL_DIR "/var/lib/collectd/wallclock"
+
+void wc_config_init(struct wc_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->sample_hz = 49;
+	cfg->kthreads = false;
+	cfg->max_groups = 50;
+	cfg->max_threads = 131072;
+	cfg->exit_ring_kib = 4096;
+	cfg->unmatched_other = true;
+	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s",
+		 DEFAULT_SPOOL_DIR);
+}
+
+void wc_config_free(struct wc_config *cfg)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->nsel; i++)
+		if (cfg->sel[i].is_regex)
+			regfree(&cfg->sel[i].re);
+	free(cfg->sel);
+	cfg->sel = NULL;
+	cfg->nsel = 0;
+}
+
+/* Render a value the way the user wrote it, for error messages. */
+static const char *show(const struct wc_cval *v, char *buf, size_t len)
+{
+	switch (v->type) {
+	case WC_CVAL_STRING:
+		snprintf(buf, len, "\"%s\"", v->s);
+		break;
+	case WC_CVAL_NUMBER:
+		snprintf(buf, len, "%g", v->n);
+		break;
+	case WC_CVAL_BOOL:
+		snprintf(buf, len, "%s", v->b ? "true" : "false");
+		break;
+	}
+	return buf;
+}
+
+static int want_one(const char *key, int nvals, char *err, size_t errlen)
+{
+	if (nvals != 1)
+		return wc_err(err, errlen, "%s takes exactly one value, got %d",
+			      key, nvals);
+	return 0;
+}
+
+static int get_uint(const char *key, const struct wc_cval *vals, int nvals,
+		    unsigned int lo, unsigned int hi, unsigned int *out,
+		    char *err, size_t errlen)
+{
+	char buf[64];
+	double n;
+
+	if (want_one(key, nvals, err, errlen))
+		return -1;
+	n = vals[0].n;
+	if (vals[0].type != WC_CVAL_NUMBER || !isfinite(n) || n != floor(n) ||
+	    n < lo || n > hi)
+		return wc_err(err, errlen,
+			      "%s %s: must be a whole number from %u to %u",
+			      key, show(&vals[0], buf, sizeof(buf)), lo, hi);
+	*out = (unsigned int)n;
+	return 0;
+}
+
+static int get_bool(const char *key, const struct wc_cval *vals, int nvals,
+		    bool *out, char *err, size_t errlen)
+{
+	char buf[64];
+
+	if (want_one(key, nvals, err, errlen))
+		return -1;
+	if (vals[0].type != WC_CVAL_BOOL)
+		return wc_err(err, errlen, "%s %s: must be true or false", key,
+			      show(&vals[0], buf, sizeof(buf)));
+	*out = vals[0].b;
+	return 0;
+}
+
+static int get_string(const char *key, const struct wc_cval *v, size_t max,
+		      char *err, size_t errlen)
+{
+	char buf[64];
+
+	if (v->type != WC_CVAL_STRING)
+		return wc_err(err, errlen, "%s %s: must be a quoted string",
+			      key, show(v, buf, sizeof(buf)));
+	if (v->s[0] == '\0')
+		return wc_err(err, errlen, "%s \"\": must not be empty", key);
+	if (strlen(v->s) >= max)
+		return wc_err(err, errlen, "%s \"%.40s...\": longer than %zu bytes",
+			      key, v->s, max - 1);
+	return 0;
+}
+
+static struct wc_selection *add_selection(struct wc_config *cfg,
+					  const char *key, const char *label,
+					  char *err, size_t errlen)
+{
+	struct wc_selection *s;
+	char name[WC_NAME_MAX];
+	size_t i;
+
+	if (cfg->nsel >= WC_MAX_SELECTIONS) {
+		wc_err(err, errlen, "%s \"%s\": more than %d selections", key,
+		       label, WC_MAX_SELECTIONS);
+		return NULL;
+	}
+	if (strcmp(label, WC_OTHER_GROUP) == 0) {
+		wc_err(err, errlen,
+		       "%s \"%s\": the group name \"%s\" is reserved for "
+		       "unmatched processes", key, label, WC_OTHER_GROUP);
+		return NULL;
+	}
+	wc_name_sanitize(label, strlen(label), name, sizeof(name));
+	for (i = 0; i < cfg->nsel; i++) {
+		if (strcmp(cfg->sel[i].label, name) == 0) {
+			wc_err(err, errlen,
+			       "%s \"%s\": group \"%s\" is already defined", key,
+			       label, name);
+			return NULL;
+		}
+	}
+	s = realloc(cfg->sel, (cfg->nsel + 1) * sizeof(*s));
+	if (!s) {
+		wc_err(err, errlen, "%s: out of memory", key);
+		return NULL;
+	}
+	cfg->sel = s;
+	s = &cfg->sel[cfg->nsel];
+	memset(s, 0, sizeof(*s));
+	snprintf(s->label, sizeof(s->label), "%s", name);
+	return s;
+}
+
+static int set_process(struct wc_config *cfg, const char *key,
+		       const struct wc_cval *vals, int nvals, char *err,
+		       size_t errlen)
+{
+	struct wc_selection *s;
+
+	if (want_one(key, nvals, err, errlen) ||
+	    get_string(key, &vals[0], WC_NAME_MAX, err, errlen))
+		return -1;
+	s = add_selection(cfg, key, vals[0].s, err, errlen);
+	if (!s)
+		return -1;
+	snprintf(s->comm, sizeof(s->comm), "%s", vals[0].s);
+	cfg->nsel++;
+	return 0;
+}
+
+static int set_process_match(struct wc_config *cfg, const char *key,
+			     const struct wc_cval *vals, int nvals, char *err,
+			     size_t errlen)
+{
+	struct wc_selection *s;
+	char why[128];
+	int rc;
+
+	if (nvals != 2)
+		return wc_err(err, errlen,
+			      "%s takes a group name and a regex, got %d values",
+			      key, nvals);
+	if (get_string(key, &vals[0], WC_NAME_MAX, err, errlen) ||
+	    get_string(key, &vals[1], 4096, err, errlen))
+		return -1;
+	s = add_selection(cfg, key, vals[0].s, err, errlen);
+	if (!s)
+		return -1;
+	rc = regcomp(&s->re, vals[1].s, REG_EXTENDED | REG_NOSUB);
+	if (rc != 0) {
+		regerror(rc, &s->re, why, sizeof(why));
+		return wc_err(err, errlen, "%s \"%s\" \"%s\": bad regex: %s",
+			      key, vals[0].s, vals[1].s, why);
+	}
+	s->is_regex = true;
+	cfg->nsel++;
+	return 0;
+}
+
+static int set_unmatched(struct wc_config *cfg, const char *key,
+			 const struct wc_cval *vals, int nvals, char *err,
+			 size_t errlen)
+{
+	if (want_one(key, nvals, err, errlen) ||
+	    get_string(key, &vals[0], 16, err, errlen))
+		return -1;
+	if (strcasecmp(vals[0].s, "other") == 0)
+		cfg->unmatched_other = true;
+	else if (strcasecmp(vals[0].s, "drop") == 0)
+		cfg->unmatched_other = false;
+	else
+		return wc_err(err, errlen,
+			      "%s \"%s\": must be \"other\" or \"drop\"", key,
+			      vals[0].s);
+	return 0;
+}
+
+static int set_spool_dir(struct wc_config *cfg, const char *key,
+			 const struct wc_cval *vals, int nvals, char *err,
+			 size_t errlen)
+{
+	/* Leave room below PATH_MAX for the file names the spool makes. */
+	if (want_one(key, nvals, err, errlen) ||
+	    get_string(key, &vals[0], PATH_MAX - 128, err, errlen))
+		return -1;
+	if (vals[0].s[0] != '/')
+		return wc_err(err, errlen,
+			      "%s \"%s\": must be an absolute path", key,
+			      vals[0].s);
+	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s", vals[0].s);
+	return 0;
+}
+
+int wc_config_set(struct wc_config *cfg, const char *key,
+		  const struct wc_cval *vals, int nvals, char *err,
+		  size_t errlen)
+{
+	if (strcasecmp(key, "SampleFrequency") == 0)
+		return get_uint(key, vals, nvals, WC_HZ_MIN, WC_HZ_MAX,
+				&cfg->sample_hz, err, errlen);
+	if (strcasecmp(key, "KernelThreads") == 0)
+		return get_bool(key, vals, nvals, &cfg->kthreads, err, errlen);
+	if (strcasecmp(key, "MaxGroups") == 0)
+		return get_uint(key, vals, nvals, 1, WC_GROUPS_MAX,
+				&cfg->max_groups, err, errlen);
+	if (strcasecmp(key, "MaxThreads") == 0)
+		return get_uint(key, vals, nvals, WC_THREADS_MIN,
+				WC_THREADS_MAX, &cfg->max_threads, err, errlen);
+	if (strcasecmp(key, "ExitBufferKiB") == 0)
+		return get_uint(key, vals, nvals, WC_EXIT_KIB_MIN,
+				WC_EXIT_KIB_MAX, &cfg->exit_ring_kib, err,
+				errlen);
+	if (strcasecmp(key, "Process") == 0)
+		return set_process(cfg, key, vals, nvals, err, errlen);
+	if (strcasecmp(key, "ProcessMatch") == 0)
+		return set_process_match(cfg, key, vals, nvals, err, errlen);
+	if (strcasecmp(key, "Unmatched") == 0)
+		return set_unmatched(cfg, key, vals, nvals, err, errlen);
+	if (strcasecmp(key, "SpoolDir") == 0)
+		return set_spool_dir(cfg, key, vals, nvals, err, errlen);
+	return wc_err(err, errlen, "unknown option \"%s\"", key);
+}
+
+/* collectd runs as root: a spool another user can write to, or a symlink
+ * standing in for it, would let that user aim our writes anywhere. */
+static int check_spool_dir(const char *path, char *err, size_t errlen)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISLNK(st.st_mode))
+			return wc_err(err, errlen,
+				      "SpoolDir \"%s\": is a symbolic link; "
+				      "name the real directory", path);
+		if (!S_ISDIR(st.st_mode))
+			return wc_err(err, errlen,
+				      "SpoolDir \"%s\": exists and is not a "
+				      "directory", path);
+		if (st.st_mode & (S_IWGRP | S_IWOTH))
+			return wc_err(err, errlen,
+				      "SpoolDir \"%s\": is writable by other "
+				      "users (mode %04o); chmod go-w it",
+				      path, (unsigned)(st.st_mode & 07777));
+		if (st.st_uid != geteuid())
+			return wc_err(err, errlen,
+				      "SpoolDir \"%s\": is owned by uid %u, "
+				      "not by the user collectd runs as (%u)",
+				      path, (unsigned)st.st_uid,
+				      (unsigned)geteuid());
+		return 0;
+	}
+	if (errno != ENOENT)
+		return wc_err(err, errlen, "SpoolDir \"%s\": %s", path,
+			      strerror(errno));
+	snprintf(parent, sizeof(parent), "%s", path);
+	if (stat(dirname(parent), &st) != 0 || !S_ISDIR(st.st_mode))
+		return wc_err(err, errlen,
+			      "SpoolDir \"%s\": its parent directory does not "
+			      "exist", path);
+	return 0;
+}
+
+int wc_config_finish(struct wc_config *cfg, char *err, size_t errlen)
+{
+	return check_spool_dir(cfg->spool_dir, err, errlen);
+}

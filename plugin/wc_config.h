@@ -1,0 +1,71 @@
+/*
+ * wc_config.h - the profiler's configuration: defaults, parsing of one
+ * option at a time, and validation.
+ *
+ * Owns: struct wc_config and everything it points to (compiled regexes,
+ * the selection list).  Front ends translate their own syntax (collectd's
+ * oconfig tree, command-line flags) into wc_cval arrays and call
+ * wc_config_set() per option, then wc_config_finish() once.  Every error
+ * names the option and the offending value, ready to log as is.
+ */
+#ifndef WC_CONFIG_H
+#define WC_CONFIG_H
+
+#include <limits.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define WC_NAME_MAX 64	     /* group names, with the NUL */
+#define WC_MAX_SELECTIONS 256
+
+#define WC_HZ_MIN 1
+#define WC_HZ_MAX 1000
+#define WC_GROUPS_MAX 1000
+#define WC_THREADS_MIN 1024
+#define WC_THREADS_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
+#define WC_EXIT_KIB_MIN 64
+#define WC_EXIT_KIB_MAX 262144
+
+enum wc_cval_type { WC_CVAL_STRING, WC_CVAL_NUMBER, WC_CVAL_BOOL };
+
+/* One value of an option, as the front end parsed it. */
+struct wc_cval {
+	enum wc_cval_type type;
+	const char *s;
+	double n;
+	bool b;
+};
+
+/* A process selection: Process (exact name) or ProcessMatch (regex). */
+struct wc_selection {
+	char label[WC_NAME_MAX]; /* sanitised group name */
+	char comm[WC_NAME_MAX];	 /* Process: the name to match */
+	bool is_regex;
+	regex_t re;		 /* ProcessMatch: over the command line */
+};
+
+struct wc_config {
+	unsigned int sample_hz;
+	bool kthreads;
+	unsigned int max_groups;
+	unsigned int max_threads;
+	unsigned int exit_ring_kib;
+	bool unmatched_other; /* false: unmatched processes are dropped */
+	char spool_dir[PATH_MAX];
+	struct wc_selection *sel; /* owned, nsel entries */
+	size_t nsel;
+};
+
+void wc_config_init(struct wc_config *cfg);
+void wc_config_free(struct wc_config *cfg);
+
+/* Apply one option.  0 on success; -1 with a message in err otherwise. */
+int wc_config_set(struct wc_config *cfg, const char *key,
+		  const struct wc_cval *vals, int nvals, char *err,
+		  size_t errlen);
+
+/* Checks that need all options, and the spool directory's safety. */
+int wc_config_finish(struct wc_config *cfg, char *err, size_t errlen);
+
+#endif /* WC_CONFIG_H */

@@ -1,0 +1,33 @@
+/*
+ * wc_idmap.h - a fixed-capacity hash from non-zero 64-bit keys to 32-bit
+ * values (slab indexes).
+ *
+ * Owns: its two arrays, sized once at init for at most max_entries keys
+ * (load factor at most 1/2), so it never reallocates and never grows past
+ * its bound: a put into a full map fails and the caller counts it.
+ * Linear probing with backward-shift deletion: no tombstones, so lookups
+ * stay short under endless churn.
+ */
+#ifndef WC_IDMAP_H
+#define WC_IDMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct wc_idmap {
+	uint64_t *keys; /* 0 = empty slot */
+	uint32_t *vals;
+	uint32_t mask;
+	uint32_t count;
+	uint32_t max_entries;
+};
+
+int wc_idmap_init(struct wc_idmap *m, uint32_t max_entries);
+void wc_idmap_free(struct wc_idmap *m);
+bool wc_idmap_get(const struct wc_idmap *m, uint64_t key, uint32_t *val);
+/* 0 on success (insert or overwrite), -1 if key is 0 or the map is full. */
+int wc_idmap_put(struct wc_idmap *m, uint64_t key, uint32_t val);
+bool wc_idmap_del(struct wc_idmap *m, uint64_t key);
+
+#endif /* WC_IDMAP_H */

@@ -1,0 +1,359 @@
+/*
+ * workload.c - threads that each do one known thing, for a known time.
+ *
+ * The truth the tests compare the profiler against comes from two places:
+ * the design (a spinner is on a CPU or waiting for one, a sleeper sleeps)
+ * and the kernel (each thread reads its own /proc/thread-self/schedstat
+ * just before it ends and the report lists them).  Functions are noinline
+ * with telling names so stack tests can find them; build with frame
+ * pointers.
+ *
+ *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
+ *            [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
+ *            [--name COMM] [--report FILE] [--exec-thread]
+ *
+ * Prints "ready PID" once every thread runs.  Exit status 0 on success.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_WORKERS 256
+#define DISK_BLOCK 4096
+
+struct result {
+	const char *kind;
+	pid_t tid;
+	uint64_t on_ns, runq_ns, wall_ns;
+};
+
+static struct {
+	int spin, sleep, disk, lock;
+	long sleep_ms;
+	int churn_per_sec;
+	long churn_us;
+	double seconds;
+	const char *dir;
+	const char *name;
+	const char *report;
+	int exec_thread;
+} opt = { .seconds = 10, .dir = "/var/tmp", .churn_us = 1000 };
+
+static uint64_t deadline_ns;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t started;
+static struct result results[MAX_WORKERS + 1];
+static int nresults;
+static pthread_mutex_t results_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile uint64_t sink;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void record(const char *kind, uint64_t start_ns)
+{
+	unsigned long long on = 0, runq = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	struct result *r;
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &on, &runq) != 2)
+			on = runq = 0;
+		fclose(f);
+	}
+	pthread_mutex_lock(&results_lock);
+	if (nresults < MAX_WORKERS + 1) {
+		r = &results[nresults++];
+		r->kind = kind;
+		r->tid = gettid();
+		r->on_ns = on;
+		r->runq_ns = runq;
+		r->wall_ns = now_ns() - start_ns;
+	}
+	pthread_mutex_unlock(&results_lock);
+}
+
+__attribute__((noinline)) static void burn_cpu(uint64_t until_ns)
+{
+	uint64_t x = 1;
+
+	while (now_ns() < until_ns) {
+		int i;
+
+		for (i = 0; i < 10000; i++)
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	}
+	sink = x;
+}
+
+__attribute__((noinline)) static void sleep_a_while(uint64_t ns)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(ns / 1000000000ULL),
+		.tv_nsec = (long)(ns % 1000000000ULL),
+	};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+__attribute__((noinline)) static void wait_for_disk(int fd, void *block)
+{
+	if (pwrite(fd, block, DISK_BLOCK, 0) != DISK_BLOCK)
+		perror("pwrite");
+	if (fdatasync(fd) != 0)
+		perror("fdatasync");
+}
+
+__attribute__((noinline)) static void fight_for_lock(void)
+{
+	pthread_mutex_lock(&lock);
+	burn_cpu(now_ns() + 1000000);
+	pthread_mutex_unlock(&lock);
+}
+
+static void *spinner(void *arg)
+{
+	uint64_t start = now_ns();
+
+	(void)arg;
+	pthread_barrier_wait(&started);
+	burn_cpu(deadline_ns);
+	record("spin", start);
+	return NULL;
+}
+
+static void *sleeper(void *arg)
+{
+	uint64_t start = now_ns();
+	uint64_t chunk = (uint64_t)opt.sleep_ms * 1000000ULL;
+
+	(void)arg;
+	pthread_barrier_wait(&started);
+	while (now_ns() < deadline_ns) {
+		uint64_t left = deadline_ns - now_ns();
+
+		sleep_a_while(chunk && chunk < left ? chunk : left);
+	}
+	record("sleep", start);
+	return NULL;
+}
+
+static void *disk_writer(void *arg)
+{
+	uint64_t start = now_ns();
+	char path[4096];
+	void *block;
+	int fd;
+
+	(void)arg;
+	snprintf(path, sizeof(path), "%s/wc-workload-%d-%d.dat", opt.dir,
+		 getpid(), gettid());
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
+	if (fd < 0) /* tmpfs has no O_DIRECT: still sync, still blocks less */
+		fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || posix_memalign(&block, DISK_BLOCK, DISK_BLOCK)) {
+		perror(path);
+		exit(1);
+	}
+	memset(block, 0x5a, DISK_BLOCK);
+	unlink(path);
+	pthread_barrier_wait(&started);
+	while (now_ns() < deadline_ns)
+		wait_for_disk(fd, block);
+	close(fd);
+	free(block);
+	record("disk", start);
+	return NULL;
+}
+
+static void *locker(void *arg)
+{
+	uint64_t start = now_ns();
+
+	(void)arg;
+	pthread_barrier_wait(&started);
+	while (now_ns() < deadline_ns)
+		fight_for_lock();
+	record("lock", start);
+	return NULL;
+}
+
+static void *short_lived(void *arg)
+{
+	(void)arg;
+	burn_cpu(now_ns() + (uint64_t)opt.churn_us * 1000);
+	return NULL;
+}
+
+/* Threads that live a moment each: exits the profiler must not lose. */
+static void *churner(void *arg)
+{
+	uint64_t start = now_ns();
+	uint64_t gap = 1000000000ULL / (uint64_t)opt.churn_per_sec;
+
+	(void)arg;
+	pthread_barrier_wait(&started);
+	while (now_ns() < deadline_ns) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+			pthread_join(t, NULL);
+		sleep_a_while(gap);
+	}
+	record("churn", start);
+	return NULL;
+}
+
+/* exec from a thread that is not the leader: the kernel hands it the
+ * leader's PID, a case profilers keyed by TID get wrong. */
+static void *execer(void *arg)
+{
+	char secs[32];
+
+	(void)arg;
+	pthread_barrier_wait(&started);
+	sleep_a_while(1000000000ULL);
+	snprintf(secs, sizeof(secs), "%.3f", opt.seconds);
+	execl("/bin/sleep", "sleep", secs, (char *)NULL);
+	perror("execl");
+	exit(1);
+}
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: workload [--spin N] [--sleep N] [--sleep-ms MS] "
+		"[--disk N] [--lock N]\n"
+		"                [--churn PER_SEC] [--churn-us US] "
+		"[--seconds S] [--dir DIR]\n"
+		"                [--name COMM] [--report FILE] "
+		"[--exec-thread]\n");
+	return 2;
+}
+
+static int parse(int argc, char **argv)
+{
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(a, "--exec-thread") == 0) {
+			opt.exec_thread = 1;
+			continue;
+		}
+		if (!v)
+			return usage();
+		i++;
+		if (strcmp(a, "--spin") == 0)
+			opt.spin = atoi(v);
+		else if (strcmp(a, "--sleep") == 0)
+			opt.sleep = atoi(v);
+		else if (strcmp(a, "--sleep-ms") == 0)
+			opt.sleep_ms = atol(v);
+		else if (strcmp(a, "--disk") == 0)
+			opt.disk = atoi(v);
+		else if (strcmp(a, "--lock") == 0)
+			opt.lock = atoi(v);
+		else if (strcmp(a, "--churn") == 0)
+			opt.churn_per_sec = atoi(v);
+		else if (strcmp(a, "--churn-us") == 0)
+			opt.churn_us = atol(v);
+		else if (strcmp(a, "--seconds") == 0)
+			opt.seconds = atof(v);
+		else if (strcmp(a, "--dir") == 0)
+			opt.dir = v;
+		else if (strcmp(a, "--name") == 0)
+			opt.name = v;
+		else if (strcmp(a, "--report") == 0)
+			opt.report = v;
+		else
+			return usage();
+	}
+	if (opt.spin + opt.sleep + opt.disk + opt.lock +
+		    (opt.churn_per_sec > 0) + opt.exec_thread >
+	    MAX_WORKERS)
+		return usage();
+	return 0;
+}
+
+static void write_report(uint64_t start)
+{
+	struct rusage ru;
+	FILE *f;
+	int i;
+
+	record("main", start);
+	if (!opt.report)
+		return;
+	f = fopen(opt.report, "w");
+	if (!f) {
+		perror(opt.report);
+		exit(1);
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(f, "pid %d\n", getpid());
+	fprintf(f, "rusage_ns %llu\n",
+		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+				1000000000ULL +
+			(unsigned long long)(ru.ru_utime.tv_usec +
+					     ru.ru_stime.tv_usec) *
+				1000ULL);
+	for (i = 0; i < nresults; i++)
+		fprintf(f, "thread %s %d %llu %llu %llu\n", results[i].kind,
+			results[i].tid, (unsigned long long)results[i].on_ns,
+			(unsigned long long)results[i].runq_ns,
+			(unsigned long long)results[i].wall_ns);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t threads[MAX_WORKERS];
+	uint64_t start = now_ns();
+	int n = 0, total, i;
+
+	if (parse(argc, argv))
+		return 2;
+	if (opt.name)
+		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
+	total = opt.spin + opt.sleep + opt.disk + opt.lock +
+		(opt.churn_per_sec > 0) + opt.exec_thread;
+	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
+	deadline_ns = start + (uint64_t)(opt.seconds * 1e9);
+	for (i = 0; i < opt.spin; i++)
+		pthread_create(&threads[n++], NULL, spinner, NULL);
+	for (i = 0; i < opt.sleep; i++)
+		pthread_create(&threads[n++], NULL, sleeper, NULL);
+	for (i = 0; i < opt.disk; i++)
+		pthread_create(&threads[n++], NULL, disk_writer, NULL);
+	for (i = 0; i < opt.lock; i++)
+		pthread_create(&threads[n++], NULL, locker, NULL);
+	if (opt.churn_per_sec > 0)
+		pthread_create(&threads[n++], NULL, churner, NULL);
+	if (opt.exec_thread)
+		pthread_create(&threads[n++], NULL, execer, NULL);
+	pthread_barrier_wait(&started);
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	for (i = 0; i < n; i++)
+		pthread_join(threads[i], NULL);
+	write_report(start);
+	return 0;
+}
