@@ -18,6 +18,14 @@
  * total store order plus compiler barriers; see the README's portability
  * note before building for a weakly ordered architecture.
  *
+ * Clocks: every checkpoint is the run-queue clock (rq->clock, and
+ * rq->clock_task for on-CPU stretches) of the CPU the event happens on, the
+ * values the scheduler itself has just updated and uses for schedstat.  So
+ * run-queue wait is the kernel's run_delay and on-CPU time is its
+ * sum_exec_runtime, to the nanosecond, while every stretch still lands in
+ * exactly one slot and the slots add up to wall time.  Reading them is
+ * cheaper than calling bpf_ktime_get_ns().
+ *
  * Nothing on the context-switch path walks a stack, allocates (except once
  * per thread) or touches a shared cache line.
  */
@@ -47,18 +55,24 @@ char LICENSE[] SEC("license") = "GPL";
 static __always_inline __u32 slot(__u32 st)
 {
 	opaque(st);
-	return st & (WC_NSTATES - 1);
+	return st & 3;
 }
 
 /* Set by user space before load. */
 const volatile bool include_kthreads = false;
 
+/* A moment on one run queue's clocks. */
+struct wc_clock {
+	__u64 clock;
+	__u64 task; /* clock_task: clock minus steal (and IRQ time) */
+};
+
 struct wc_task {
 	__u64 id;
 	__u32 seq;   /* odd while being charged */
 	__u32 state; /* enum wc_state */
-	__u64 ckpt_ns;
-	__u64 time_ns[WC_NSTATES];
+	struct wc_clock ckpt;
+	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;
 };
 
@@ -84,6 +98,41 @@ struct {
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
+
+/* A task's run queue.  Reached through the task, not the runqueues per-CPU
+ * symbol, which kernels without CONFIG_KALLSYMS_ALL cannot resolve. */
+static __always_inline struct rq *rq_of(struct task_struct *t)
+{
+	struct cfs_rq *cfs = t->se.cfs_rq;
+	struct rq *rq = NULL;
+
+	if (bpf_core_field_exists(cfs->rq))
+		return cfs->rq;
+	/* without FAIR_GROUP_SCHED every cfs_rq is the one inside its rq */
+	bpf_probe_read_kernel(&rq, sizeof(rq), &cfs);
+	return (struct rq *)((unsigned long)rq -
+			     bpf_core_field_offset(struct rq, cfs));
+}
+
+static __always_inline struct wc_clock clock_of(struct rq *rq)
+{
+	struct wc_clock c = {};
+
+	c.clock = BPF_CORE_READ(rq, clock);
+	c.task = BPF_CORE_READ(rq, clock_task);
+	return c;
+}
+
+/* The clock of the run queue a task is on (or last ran on). */
+static __always_inline struct wc_clock task_clock(struct task_struct *t)
+{
+	return clock_of(rq_of(t));
+}
+
+static __always_inline struct wc_clock this_clock(void)
+{
+	return task_clock(bpf_get_current_task_btf());
+}
 
 static __always_inline void count(enum wc_counter c)
 {
@@ -114,14 +163,14 @@ static __always_inline __u32 state_of(unsigned int st)
 }
 
 static __always_inline struct wc_task *create(struct task_struct *task,
-					      __u64 now, __u32 state)
+					      struct wc_clock now, __u32 state)
 {
 	struct wc_task init = {};
 	struct wc_task *t;
 
 	init.id = __sync_fetch_and_add(&next_id, 1) + 1;
 	init.state = state;
-	init.ckpt_ns = now;
+	init.ckpt = now;
 	t = bpf_task_storage_get(&tasks, task, &init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
@@ -129,21 +178,38 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	return t;
 }
 
+/* Add the stretch from `from` to `to` in state st to times[]: on-CPU is
+ * measured on clock_task like the kernel's run time, and the rest of the
+ * stretch is steal. */
+static __always_inline void add_stretch(__u64 *times, __u32 st,
+					struct wc_clock from, struct wc_clock to)
+{
+	__u64 wall, run;
+
+	if (to.clock <= from.clock || st > WC_BLOCKED)
+		return;
+	wall = to.clock - from.clock;
+	if (st != WC_ONCPU) {
+		times[slot(st)] += wall;
+		return;
+	}
+	run = to.task > from.task ? to.task - from.task : 0;
+	if (run > wall)
+		run = wall;
+	times[WC_T_ONCPU] += run;
+	times[WC_T_STEAL] += wall - run;
+}
+
 /* Charge the time since the checkpoint to the current state, then enter
  * next_state.  The caller is the only writer (see the file comment). */
-static __always_inline void charge(struct wc_task *t, __u64 now,
+static __always_inline void charge(struct wc_task *t, struct wc_clock now,
 				   __u32 next_state)
 {
-	__u32 st = t->state;
-	__u64 ckpt = t->ckpt_ns;
-
 	WRITE_ONCE(t->seq, t->seq + 1);
 	barrier();
-	if (now > ckpt) {
-		if (st < WC_NSTATES)
-			t->time_ns[slot(st)] += now - ckpt;
-		t->ckpt_ns = now;
-	}
+	add_stretch(t->time_ns, t->state, t->ckpt, now);
+	if (now.clock > t->ckpt.clock)
+		t->ckpt = now;
 	t->state = next_state;
 	barrier();
 	WRITE_ONCE(t->seq, t->seq + 1);
@@ -177,7 +243,7 @@ static __always_inline void emit_exit(struct task_struct *task,
 	}
 	__builtin_memset(r, 0, sizeof(*r));
 	r->id = t->id;
-	for (i = 0; i < WC_NSTATES; i++)
+	for (i = 0; i < WC_NSLOTS; i++)
 		r->time_ns[i] = t->time_ns[i];
 	r->samples = t->samples;
 	r->state = WC_DEAD;
@@ -186,7 +252,8 @@ static __always_inline void emit_exit(struct task_struct *task,
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void switch_out(struct task_struct *prev, __u64 now,
+static __always_inline void switch_out(struct task_struct *prev,
+				       struct wc_clock now,
 				       bool preempt, unsigned int prev_state)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, prev, 0, 0);
@@ -207,7 +274,8 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now,
 	charge(t, now, next_state);
 }
 
-static __always_inline void switch_in(struct task_struct *next, __u64 now)
+static __always_inline void switch_in(struct task_struct *next,
+				      struct wc_clock now)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
 
@@ -222,7 +290,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	/* __schedule() has just updated this run queue's clock. */
+	struct wc_clock now = task_clock(next);
 
 	if (profiled(prev))
 		switch_out(prev, now, preempt, prev_state);
@@ -235,12 +304,14 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
  * it too), so the sleep ends here, not at switch-in. */
 static __always_inline void wake(struct task_struct *p)
 {
+	struct wc_clock now;
 	struct wc_task *t;
-	__u64 now;
 
 	if (!profiled(p))
 		return;
-	now = bpf_ktime_get_ns();
+	/* The waker has enqueued p and updated p's run-queue clock: the
+	 * moment the kernel starts counting run_delay. */
+	now = task_clock(p);
 	t = bpf_task_storage_get(&tasks, p, 0, 0);
 	if (!t) {
 		create(p, now, WC_RUNQ);
@@ -286,41 +357,49 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* "Now" for the iterator: a running thread's own run queue (ticking while
+ * it runs), else the iterator's CPU, which is busy running us.  Either is
+ * at most a tick behind; what it misses is charged at the next read. */
+static __always_inline struct wc_clock iter_clock(struct task_struct *task,
+						  bool running)
+{
+	return running ? task_clock(task) : this_clock();
+}
+
 /* A thread the iterator meets before any scheduler event: start it in the
  * state the kernel says it is in now. */
-static __always_inline struct wc_task *adopt(struct task_struct *task,
-					     __u64 now)
+static __always_inline struct wc_task *adopt(struct task_struct *task)
 {
 	unsigned int st = BPF_CORE_READ(task, __state);
+	bool running = BPF_CORE_READ(task, on_cpu);
 
-	if (BPF_CORE_READ(task, on_cpu))
-		return create(task, now, WC_ONCPU);
-	return create(task, now, state_of(st));
+	return create(task, iter_clock(task, running),
+		      running ? WC_ONCPU : state_of(st));
 }
 
 /* Copy an entry that another CPU may be charging, adding the time since its
  * checkpoint, so the record is the thread's total up to this moment. */
-static __always_inline bool snapshot(struct wc_task *t, struct wc_task_rec *r)
+static __always_inline bool snapshot(struct task_struct *task,
+				     struct wc_task *t, struct wc_task_rec *r)
 {
 	int i, k;
 
 	for (i = 0; i < 4; i++) {
 		__u32 s1 = READ_ONCE(t->seq);
+		struct wc_clock ckpt, now;
 		__u32 s2, st;
-		__u64 ckpt, now;
 
 		barrier();
 		st = t->state;
-		ckpt = t->ckpt_ns;
-		for (k = 0; k < WC_NSTATES; k++)
+		ckpt = t->ckpt;
+		for (k = 0; k < WC_NSLOTS; k++)
 			r->time_ns[k] = t->time_ns[k];
-		now = bpf_ktime_get_ns();
 		barrier();
 		s2 = READ_ONCE(t->seq);
 		if (s1 != s2 || (s1 & 1))
 			continue;
-		if (st < WC_NSTATES && now > ckpt)
-			r->time_ns[slot(st)] += now - ckpt;
+		now = iter_clock(task, st == WC_ONCPU);
+		add_stretch(r->time_ns, st, ckpt, now);
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;
@@ -340,10 +419,10 @@ int wc_iter(struct bpf_iter__task *ctx)
 		return 0;
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (!t)
-		t = adopt(task, bpf_ktime_get_ns());
+		t = adopt(task);
 	if (!t)
 		return 0;
-	if (!snapshot(t, &r)) {
+	if (!snapshot(task, t, &r)) {
 		count(WC_CNT_TORN_READS);
 		return 0;
 	}

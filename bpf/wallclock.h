@@ -7,22 +7,38 @@
  * Both sides include it; change it only together with bpf/wallclock.bpf.c and
  * plugin/wc_collector.c.
  *
- * Units are in the names: every time is nanoseconds of one thread's time.
+ * Units are in the names: every time is nanoseconds of one thread's time,
+ * measured with the scheduler's own run-queue clocks (the ones schedstat
+ * uses), so run-queue wait and on-CPU time mean what the kernel means.
  */
 #ifndef WALLCLOCK_BPF_H
 #define WALLCLOCK_BPF_H
 
 #define WC_COMM_LEN 16
 
-/* Where a thread's time goes.  The first WC_NSTATES are charged; DEAD marks
- * a thread whose final record has been emitted, so nothing charges it again. */
+/* The state a thread is in.  DEAD marks a thread whose final record has
+ * been emitted, so nothing charges it again. */
 enum wc_state {
 	WC_ONCPU = 0,	/* running on a CPU */
 	WC_RUNQ = 1,	/* runnable, waiting for a CPU (schedstat run_delay) */
 	WC_SLEEP = 2,	/* interruptible (and idle/stopped) sleep */
 	WC_BLOCKED = 3, /* uninterruptible sleep without TASK_NOLOAD: mostly I/O */
-	WC_NSTATES = 4,
 	WC_DEAD = 5,
+};
+
+/*
+ * Where a thread's time goes: one slot per charged state, plus STEAL, the
+ * part of an on-CPU stretch the kernel does not count as the thread's run
+ * time (hypervisor steal, and interrupt time on kernels with
+ * IRQ_TIME_ACCOUNTING).  All slots together are the thread's wall time.
+ */
+enum wc_slot {
+	WC_T_ONCPU = WC_ONCPU,
+	WC_T_RUNQ = WC_RUNQ,
+	WC_T_SLEEP = WC_SLEEP,
+	WC_T_BLOCKED = WC_BLOCKED,
+	WC_T_STEAL = 4,
+	WC_NSLOTS = 5,
 };
 
 /* wc_task_rec.flags */
@@ -38,7 +54,7 @@ enum wc_state {
 struct wc_task_rec {
 	__u64 id;		/* unique per thread for the life of the profiler */
 	__u64 leader_start_ns;	/* start time of the thread group leader */
-	__u64 time_ns[WC_NSTATES];
+	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;		/* on-CPU samples taken while this thread ran */
 	__u32 tid;
 	__u32 tgid;

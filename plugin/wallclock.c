@@ -139,18 +139,20 @@ static void submit_us(const char *group, const char *tinst, uint64_t ns)
 }
 
 /* Cumulative nanoseconds become cumulative microseconds: the remainder is
- * carried in the next read's total, never lost. */
+ * carried in the next read's total, never lost.  Off-CPU is everything
+ * that is not the thread's own run time, so on + off is wall time. */
 static void submit_group(void *arg, const struct wc_group_view *g)
 {
-	uint64_t off = g->time_ns[WC_RUNQ] + g->time_ns[WC_SLEEP] +
-		       g->time_ns[WC_BLOCKED];
+	uint64_t off = g->time_ns[WC_T_RUNQ] + g->time_ns[WC_T_SLEEP] +
+		       g->time_ns[WC_T_BLOCKED] + g->time_ns[WC_T_STEAL];
 
 	(void)arg;
-	submit_us(g->name, "oncpu", g->time_ns[WC_ONCPU]);
+	submit_us(g->name, "oncpu", g->time_ns[WC_T_ONCPU]);
 	submit_us(g->name, "offcpu", off);
-	submit_us(g->name, "runqueue", g->time_ns[WC_RUNQ]);
-	submit_us(g->name, "sleep", g->time_ns[WC_SLEEP]);
-	submit_us(g->name, "blocked", g->time_ns[WC_BLOCKED]);
+	submit_us(g->name, "runqueue", g->time_ns[WC_T_RUNQ]);
+	submit_us(g->name, "sleep", g->time_ns[WC_T_SLEEP]);
+	submit_us(g->name, "blocked", g->time_ns[WC_T_BLOCKED]);
+	submit_us(g->name, "steal", g->time_ns[WC_T_STEAL]);
 	submit(g->name, "wallclock_samples", "",
 	       (value_t){ .derive = (derive_t)g->samples });
 	submit(g->name, "wallclock_threads", "",

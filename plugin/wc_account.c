@@ -13,7 +13,7 @@
 
 struct thread {
 	uint64_t id; /* 0: free */
-	uint64_t last_ns[WC_NSTATES];
+	uint64_t last_ns[WC_NSLOTS];
 	uint64_t last_samples;
 	uint32_t proc;
 	uint32_t seen_gen;
@@ -29,7 +29,7 @@ enum proc_state {
 
 struct proc {
 	uint64_t key; /* 0: free */
-	uint64_t d_ns[WC_NSTATES];
+	uint64_t d_ns[WC_NSLOTS];
 	uint64_t d_samples;
 	uint32_t tgid;
 	uint32_t refs; /* live threads pointing here */
@@ -48,9 +48,9 @@ struct group {
 	uint32_t procs;
 	uint32_t idle_reads;
 	uint32_t threads;
-	uint64_t d_ns[WC_NSTATES];
+	uint64_t d_ns[WC_NSLOTS];
 	uint64_t d_samples;
-	uint64_t cum_ns[WC_NSTATES];
+	uint64_t cum_ns[WC_NSLOTS];
 	uint64_t cum_samples;
 };
 
@@ -255,22 +255,34 @@ static void thread_forget(struct wc_account *a, struct thread *t)
 	slab_put(&a->tslab, i);
 }
 
-static uint64_t forward(struct wc_account *a, uint64_t now, uint64_t before)
+/* Counters only move forward.  The iterator's in-progress estimate can run
+ * a few microseconds ahead of what the scheduler charges later (it reads
+ * another CPU's clock); keeping the maximum means such a step is counted
+ * once, early, and never twice. */
+static uint64_t forward(struct wc_account *a, uint64_t now, uint64_t *last)
 {
-	if (now >= before)
-		return now - before;
-	a->stats.regressions++;
-	return 0;
+	uint64_t d = 0;
+
+	if (now >= *last)
+		d = now - *last;
+	else
+		a->stats.regressions++;
+	if (now > *last)
+		*last = now;
+	return d;
 }
 
 static void add_delta(struct wc_account *a, struct proc *p,
-		      const struct wc_task_rec *r, const struct thread *t)
+		      const struct wc_task_rec *r, struct thread *t)
 {
+	uint64_t zero[WC_NSLOTS + 1] = { 0 };
+	uint64_t *last_ns = t ? t->last_ns : zero;
+	uint64_t *last_samples = t ? &t->last_samples : &zero[WC_NSLOTS];
 	int k;
 
-	for (k = 0; k < WC_NSTATES; k++)
-		p->d_ns[k] += forward(a, r->time_ns[k], t ? t->last_ns[k] : 0);
-	p->d_samples += forward(a, r->samples, t ? t->last_samples : 0);
+	for (k = 0; k < WC_NSLOTS; k++)
+		p->d_ns[k] += forward(a, r->time_ns[k], &last_ns[k]);
+	p->d_samples += forward(a, r->samples, last_samples);
 }
 
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
@@ -310,8 +322,6 @@ void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 		thread_forget(a, t);
 		return;
 	}
-	memcpy(t->last_ns, r->time_ns, sizeof(t->last_ns));
-	t->last_samples = r->samples;
 	t->seen_gen = a->gen;
 }
 
@@ -377,7 +387,7 @@ static uint64_t wall_of(const struct proc *p)
 	uint64_t sum = 0;
 	int k;
 
-	for (k = 0; k < WC_NSTATES; k++)
+	for (k = 0; k < WC_NSLOTS; k++)
 		sum += p->d_ns[k];
 	return sum;
 }
@@ -487,7 +497,7 @@ static void fold_proc(struct wc_account *a, struct proc *p)
 	if (p->state == P_WAITING)
 		a->stats.waiting++;
 	if (g) {
-		for (k = 0; k < WC_NSTATES; k++)
+		for (k = 0; k < WC_NSLOTS; k++)
 			g->d_ns[k] += p->d_ns[k];
 		g->d_samples += p->d_samples;
 		g->threads += p->threads_seen;
@@ -525,7 +535,7 @@ static void age_groups(struct wc_account *a)
 
 		if (!g->used)
 			continue;
-		for (k = 0; k < WC_NSTATES; k++)
+		for (k = 0; k < WC_NSLOTS; k++)
 			g->cum_ns[k] += g->d_ns[k];
 		g->cum_samples += g->d_samples;
 		g->idle_reads = g->threads ? 0 : g->idle_reads + 1;

@@ -44,7 +44,7 @@ struct wc_account_opts {
  * was created (monotonic counters), threads is this read's count. */
 struct wc_group_view {
 	const char *name;
-	uint64_t time_ns[WC_NSTATES];
+	uint64_t time_ns[WC_NSLOTS];
 	uint64_t samples;
 	uint32_t threads;
 };
@@ -52,7 +52,7 @@ struct wc_group_view {
 struct wc_account_stats {
 	uint64_t threads_lost;	    /* vanished without a final record */
 	uint64_t threads_untracked; /* table full: their time is not counted */
-	uint64_t regressions;	    /* a counter went backwards (a bug) */
+	uint64_t regressions;	    /* a record behind the last: see forward() */
 	uint32_t threads;	    /* threads tracked now */
 	uint32_t processes;	    /* processes tracked now */
 	uint32_t groups;	    /* groups dispatched */

@@ -48,7 +48,7 @@ static const char *show(const struct wc_cval *v, char *buf, size_t len)
 		snprintf(buf, len, "\"%s\"", v->s);
 		break;
 	case WC_CVAL_NUMBER:
-		snprintf(buf, len, "%g", v->n);
+		snprintf(buf, len, "%.15g", v->n); /* 4194305, not 4.1943e+06 */
 		break;
 	case WC_CVAL_BOOL:
 		snprintf(buf, len, "%s", v->b ? "true" : "false");
@@ -268,10 +268,15 @@ int wc_config_set(struct wc_config *cfg, const char *key,
  * standing in for it, would let that user aim our writes anywhere. */
 static int check_spool_dir(const char *path, char *err, size_t errlen)
 {
-	char parent[PATH_MAX];
+	char name[PATH_MAX], parent[PATH_MAX];
+	size_t n = strlen(path);
 	struct stat st;
 
-	if (lstat(path, &st) == 0) {
+	/* lstat("link/") follows the link: look at the name itself. */
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	snprintf(name, sizeof(name), "%.*s", (int)n, path);
+	if (lstat(name, &st) == 0) {
 		if (S_ISLNK(st.st_mode))
 			return wc_err(err, errlen,
 				      "SpoolDir \"%s\": is a symbolic link; "

@@ -25,8 +25,12 @@ void wc_name_sanitize(const char *in, size_t inlen, char *out, size_t outlen)
 		strncpy(out, "unknown", outlen - 1);
 		out[outlen - 1] = '\0';
 	}
-	if (strcmp(out, WC_OTHER_GROUP) == 0 && outlen > sizeof(WC_OTHER_GROUP))
-		strcpy(out, WC_OTHER_GROUP "_");
+	if (strcmp(out, WC_OTHER_GROUP) == 0) {
+		if (outlen > sizeof(WC_OTHER_GROUP))
+			strcpy(out, WC_OTHER_GROUP "_");
+		else
+			out[n - 1] = '_'; /* no room for "other_" */
+	}
 }
 
 void wc_name_kthread(const char *comm, size_t len, char *out, size_t outlen)

@@ -14,7 +14,9 @@
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

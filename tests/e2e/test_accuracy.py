@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Per-group accuracy in a real collectd against the kernel's schedstat.
+
+Three workloads run under the plugin (csv writer, raw counters): three
+spinners on a two-CPU machine (on-CPU and run-queue wait), a sleeper and a
+disk writer.  Over windows of a few seconds, bounded by collectd's own
+dispatch times, on-CPU and run-queue time must match the sum of
+/proc/PID/task/*/schedstat within 3 %, and on + off-CPU must match
+threads x wall time within 3 %.
+"""
+from wctest import (Env, SchedSampler, case, counter_window, done, near,
+                    pct, require_built)
+
+HZ = 99
+SECONDS = 14
+TOL = 0.03
+
+require_built()
+with Env("accuracy") as env:
+    cd = env.collectd(interval=2, plugin_conf=f"SampleFrequency {HZ}")
+    cd.start()
+    spin = env.workload("wcw_spin", "--spin", "3", "--seconds", str(SECONDS))
+    sleep = env.workload("wcw_sleep", "--sleep", "1", "--sleep-ms", "50",
+                         "--seconds", str(SECONDS))
+    disk = env.workload("wcw_disk", "--disk", "1", "--seconds", str(SECONDS),
+                        "--dir", env.root)
+    ss = SchedSampler([spin.pid, sleep.pid, disk.pid])
+    for w in (spin, sleep, disk):
+        w.wait()
+    end = min(w.started for w in (spin, sleep, disk)) + SECONDS
+    ss.stop()
+    cd.wait_rows("wcw_spin", "wallclock_us", "oncpu", 1, 5)
+    rc = cd.stop()
+    case("collectd exits cleanly", rc == 0, f"exit status {rc}")
+    case("no wallclock errors logged", not cd.wallclock_errors(),
+         "\n".join(cd.wallclock_errors()))
+
+    def series(group):
+        return {k: cd.csv(group, "wallclock_us", k) for k in
+                ("oncpu", "offcpu", "runqueue", "sleep", "blocked")}
+
+    def windows(w):
+        """Dispatch times well inside the workload's life, paired into
+        windows of two intervals."""
+        times = [t for t, _ in cd.csv(w, "wallclock_us", "oncpu")
+                 if t > ss_start(w) + 0.3 and t < end - 0.3]
+        return list(zip(times, times[2:])) + ([(times[0], times[-1])]
+                                              if len(times) > 2 else [])
+
+    pids = {"wcw_spin": spin.pid, "wcw_sleep": sleep.pid,
+            "wcw_disk": disk.pid}
+
+    def ss_start(group):
+        return ss.rows[pids[group]][0][0]
+
+    worst = {}
+    for group, nthreads in (("wcw_spin", 4), ("wcw_sleep", 2),
+                            ("wcw_disk", 2)):
+        s = series(group)
+        wins = windows(group)
+        case(f"{group}: enough windows", len(wins) >= 3, f"{len(wins)}")
+        for t0, t1 in wins:
+            on = counter_window(s["oncpu"], t0, t1)
+            rq = counter_window(s["runqueue"], t0, t1)
+            off = counter_window(s["offcpu"], t0, t1)
+            k0, k1 = ss.at(pids[group], t0), ss.at(pids[group], t1)
+            if not (on and rq and off and k0 and k1):
+                case(f"{group} [{t0:.1f},{t1:.1f}] data", False, "missing")
+                continue
+            wall_us = (t1 - t0) * 1e6
+            k_on, k_rq = (k1[0] - k0[0]) / 1e3, (k1[1] - k0[1]) / 1e3
+            tag = f"{group} [{t0 - end + SECONDS:.1f}s,+{t1 - t0:.1f}s]"
+            if k_on > 0.05 * wall_us:
+                worst[f"{group} oncpu"] = max(worst.get(f"{group} oncpu", 0),
+                                              abs(pct(on[0], k_on)))
+                case(f"{tag} on-CPU within 3% of schedstat",
+                     near(on[0], k_on, TOL),
+                     f"plugin {on[0]:.0f} us, kernel {k_on:.0f} us "
+                     f"({pct(on[0], k_on):+.2f}%)")
+            if k_rq > 0.05 * wall_us:
+                worst[f"{group} runq"] = max(worst.get(f"{group} runq", 0),
+                                             abs(pct(rq[0], k_rq)))
+                case(f"{tag} run-queue within 3% of schedstat",
+                     near(rq[0], k_rq, TOL),
+                     f"plugin {rq[0]:.0f} us, kernel {k_rq:.0f} us "
+                     f"({pct(rq[0], k_rq):+.2f}%)")
+            total = on[0] + off[0]
+            worst[f"{group} on+off"] = max(worst.get(f"{group} on+off", 0),
+                                           abs(pct(total,
+                                                   nthreads * wall_us)))
+            case(f"{tag} on+off within 3% of {nthreads} threads x wall",
+                 near(total, nthreads * wall_us, TOL),
+                 f"{total:.0f} us vs {nthreads * wall_us:.0f} us "
+                 f"({pct(total, nthreads * wall_us):+.2f}%)")
+        t0, t1 = wins[-1]
+        on = counter_window(s["oncpu"], t0, t1)[0]
+        if group == "wcw_spin":
+            rq = counter_window(s["runqueue"], t0, t1)[0]
+            case("spinners wait for a CPU (3 on 2 CPUs)",
+                 rq > 0.15 * 3 * (t1 - t0) * 1e6, f"runqueue {rq:.0f} us")
+            smp = counter_window(cd.csv(group, "wallclock_samples"), t0, t1)
+            want = on / 1e6 * HZ
+            case("samples ~ on-CPU seconds x frequency (within 10%)",
+                 smp and near(smp[0], want, 0.10),
+                 f"{smp and smp[0]} samples, want {want:.0f}")
+        if group == "wcw_sleep":
+            sl = counter_window(s["sleep"], t0, t1)[0]
+            case("the sleeper's time is sleep",
+                 sl > 0.95 * 2 * (t1 - t0) * 1e6,
+                 f"sleep {sl:.0f} us of {2 * (t1 - t0) * 1e6:.0f}")
+        if group == "wcw_disk":
+            bl = counter_window(s["blocked"], t0, t1)[0]
+            case("the disk writer is blocked (uninterruptible) part of "
+                 "the time", bl > 0.10 * (t1 - t0) * 1e6,
+                 f"blocked {bl:.0f} us of {(t1 - t0) * 1e6:.0f}")
+    for k, v in sorted(worst.items()):
+        print(f"# worst error {k}: {v:.2f}%")
+done()

@@ -1,0 +1,367 @@
+"""wctest - the end-to-end harness: a real collectd, the built plugin, real
+workloads, and the kernel's own numbers to compare against.
+
+Owns: temporary directories, collectd processes and workload processes it
+starts (all stopped and removed at exit, even on failure).  Tests use:
+
+    with Env("name") as env:
+        cd = env.collectd(interval=1, plugin_conf='SampleFrequency 99')
+        w = env.workload("wcw_spin", "--spin", "3", "--seconds", "8")
+        ...
+    case("what was checked", ok, "why it failed")
+
+Every case prints one line the runner counts: PASS:/FAIL:/SKIP:.  The
+script's exit status is non-zero when any case failed.
+
+Environment: WC_BUILD_DIR is the build tree (plugin in .libs/wallclock.so,
+workload in tests/workload).
+"""
+
+import atexit
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = os.environ.get("WC_BUILD_DIR", os.path.abspath("."))
+PLUGIN_SO = os.path.join(BUILD, ".libs", "wallclock.so")
+WORKLOAD = os.path.join(BUILD, "tests", "workload")
+PROG = os.path.basename(sys.argv[0])
+HOST = "wctest"
+
+_failures = 0
+_cleanups = []
+
+
+def case(name, ok, detail=""):
+    """Record one checked fact."""
+    global _failures
+    if ok:
+        print(f"PASS: {PROG}: {name}", flush=True)
+    else:
+        _failures += 1
+        print(f"FAIL: {PROG}: {name}: {detail}", flush=True)
+    return ok
+
+
+def skip(name, why):
+    print(f"SKIP: {PROG}: {name}: {why}", flush=True)
+
+
+def near(got, want, rel):
+    """Is got within rel (a fraction) of want?"""
+    return abs(got - want) <= rel * abs(want)
+
+
+def pct(got, want):
+    return 100.0 * (got - want) / want if want else float("inf")
+
+
+def done():
+    """Exit with the status the runner expects."""
+    sys.exit(1 if _failures else 0)
+
+
+def _cleanup_all():
+    for fn in reversed(_cleanups):
+        try:
+            fn()
+        except Exception as e:  # cleanup must go on
+            print(f"# cleanup: {e}", file=sys.stderr)
+
+
+atexit.register(_cleanup_all)
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
+
+
+def require_built():
+    missing = [p for p in (PLUGIN_SO, WORKLOAD) if not os.path.exists(p)]
+    if missing:
+        case("build artefacts present", False, f"missing {missing}")
+        done()
+
+
+class Collectd:
+    """One collectd -f with a generated config."""
+
+    def __init__(self, root, interval, plugin_conf, wallclock=True,
+                 writers=("csv", "unixsock"), extra="", prefix=()):
+        self.root = root
+        self.interval = interval
+        self.csv_dir = os.path.join(root, "csv")
+        self.rrd_dir = os.path.join(root, "rrd")
+        self.sock = os.path.join(root, "sock")
+        self.log_path = os.path.join(root, "collectd.log")
+        self.conf_path = os.path.join(root, "collectd.conf")
+        self.spool = os.path.join(root, "spool")
+        self.proc = None
+        conf = [
+            f'Hostname "{HOST}"',
+            f"Interval {interval}",
+            f'BaseDir "{root}"',
+            f'PIDFile "{root}/collectd.pid"',
+            "LoadPlugin logfile",
+            "<Plugin logfile>",
+            "  LogLevel info",
+            f'  File "{self.log_path}"',
+            "  Timestamp true",
+            "</Plugin>",
+        ]
+        if "csv" in writers:
+            conf += ["LoadPlugin csv", "<Plugin csv>",
+                     f'  DataDir "{self.csv_dir}"', "  StoreRates false",
+                     "</Plugin>"]
+        if "rrdtool" in writers:
+            conf += ["LoadPlugin rrdtool", "<Plugin rrdtool>",
+                     f'  DataDir "{self.rrd_dir}"', "</Plugin>"]
+        if "unixsock" in writers:
+            conf += ["LoadPlugin unixsock", "<Plugin unixsock>",
+                     f'  SocketFile "{self.sock}"', '  SocketGroup "root"',
+                     "</Plugin>"]
+        conf.append(extra)
+        if wallclock:
+            conf += [f'PluginDir "{os.path.dirname(PLUGIN_SO)}"',
+                     "LoadPlugin wallclock", 'PluginDir "/usr/lib/collectd"',
+                     "<Plugin wallclock>", f'  SpoolDir "{self.spool}"',
+                     plugin_conf, "</Plugin>"]
+        with open(self.conf_path, "w") as f:
+            f.write("\n".join(conf) + "\n")
+        self.prefix = list(prefix)
+
+    def start(self, wait_first_read=True):
+        self.proc = subprocess.Popen(
+            self.prefix + ["collectd", "-f", "-C", self.conf_path],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        _cleanups.append(self.kill)
+        if wait_first_read:
+            ok = wait_until(lambda: self.log_has("entering read-loop")
+                            or self.proc.poll() is not None, 20)
+            if not ok or self.proc.poll() is not None:
+                raise RuntimeError("collectd did not start:\n" + self.log()
+                                   + self.output())
+        return self
+
+    def output(self):
+        if self.proc and self.proc.poll() is not None and self.proc.stdout:
+            return self.proc.stdout.read()
+        return ""
+
+    def stop(self, timeout=30):
+        """SIGTERM and wait; returns the exit status."""
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return -9
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def log_has(self, text):
+        return text in self.log()
+
+    def wallclock_errors(self):
+        """Log lines at error level that come from our plugin."""
+        return [line for line in self.log().splitlines()
+                if "wallclock" in line and re.search(r"\b(error|ERROR)\b",
+                                                      line)]
+
+    def csv(self, group, type_, tinst=""):
+        """All (epoch, value) rows of one identifier, in time order."""
+        inst = f"wallclock-{group}" if group else "wallclock"
+        name = f"{type_}-{tinst}" if tinst else type_
+        rows = []
+        for path in sorted(glob.glob(os.path.join(
+                self.csv_dir, HOST, inst, f"{name}-*"))):
+            with open(path) as f:
+                for line in f:
+                    if line[0].isdigit():
+                        t, v = line.strip().split(",")[:2]
+                        rows.append((float(t), float(v)))
+        rows.sort()
+        return rows
+
+    def groups(self):
+        base = os.path.join(self.csv_dir, HOST)
+        return sorted(d[len("wallclock-"):] for d in os.listdir(base)
+                      if d.startswith("wallclock-")) if os.path.isdir(
+                          base) else []
+
+    def wait_rows(self, group, type_, tinst, n, timeout):
+        return wait_until(lambda: len(self.csv(group, type_, tinst)) >= n,
+                          timeout)
+
+
+def wait_until(pred, timeout, step=0.05):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+class Workload:
+    """The test workload under a chosen process name (via a symlink, so the
+    kernel's comm is that name from exec on)."""
+
+    def __init__(self, root, name, args):
+        link = os.path.join(root, "bin", name)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if not os.path.exists(link):
+            os.symlink(WORKLOAD, link)
+        self.report_path = os.path.join(root, f"{name}.report")
+        self.proc = subprocess.Popen([link, "--report", self.report_path]
+                                     + list(args), stdout=subprocess.PIPE,
+                                     text=True)
+        _cleanups.append(self.kill)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready"):
+            raise RuntimeError(f"workload {name} did not start: {line!r}")
+        self.pid = self.proc.pid
+        self.started = time.time()
+
+    def wait(self, timeout=120):
+        return self.proc.wait(timeout)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def report(self):
+        """{'rusage_ns': n, 'threads': [(kind, tid, on, runq, wall)]}"""
+        out = {"threads": []}
+        with open(self.report_path) as f:
+            for line in f:
+                p = line.split()
+                if p[0] == "thread":
+                    out["threads"].append((p[1], int(p[2]), int(p[3]),
+                                           int(p[4]), int(p[5])))
+                else:
+                    out[p[0]] = int(p[1])
+        return out
+
+
+def task_schedstat(pid):
+    """(on_ns, runq_ns, threads) summed over a process's live threads."""
+    on = runq = n = 0
+    for path in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(path) as f:
+                a, b, _ = f.read().split()
+        except (OSError, ValueError):
+            continue
+        on += int(a)
+        runq += int(b)
+        n += 1
+    return on, runq, n
+
+
+class SchedSampler:
+    """Samples /proc schedstat of some processes in the background, with
+    timestamps on the same clock as collectd's (time.time()), so the
+    kernel's numbers can be read at any instant collectd dispatched."""
+
+    def __init__(self, pids, period=0.02):
+        self.pids = list(pids)
+        self.period = period
+        self.rows = {pid: [] for pid in self.pids}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        _cleanups.append(self.stop)
+
+    def _run(self):
+        while not self._stop.is_set():
+            for pid in self.pids:
+                t0 = time.time()
+                on, runq, n = task_schedstat(pid)
+                t1 = time.time()
+                # A read the scheduler interrupted has no single instant.
+                if n and t1 - t0 < 0.002:
+                    self.rows[pid].append(((t0 + t1) / 2, on, runq, n))
+            time.sleep(self.period)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+    def at(self, pid, t):
+        """(on_ns, runq_ns) linearly interpolated at time t, or None when t
+        is outside what was sampled."""
+        rows = self.rows[pid]
+        for (ta, oa, ra, _), (tb, ob, rb, _) in zip(rows, rows[1:]):
+            if ta <= t <= tb:
+                f = (t - ta) / (tb - ta) if tb > ta else 0.0
+                return oa + f * (ob - oa), ra + f * (rb - ra)
+        return None
+
+
+class Env:
+    """A temporary root for one test, removed afterwards."""
+
+    def __init__(self, name):
+        self.root = tempfile.mkdtemp(prefix=f"wc-{name}-", dir="/var/tmp")
+        os.chmod(self.root, 0o755)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _cleanup_all()
+        _cleanups.clear()
+        if os.environ.get("WC_KEEP_TMP"):
+            print(f"# kept {self.root}", file=sys.stderr)
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+        return False
+
+    def collectd(self, interval=1, plugin_conf="", **kw):
+        return Collectd(self.root, interval, plugin_conf, **kw)
+
+    def workload(self, name, *args):
+        return Workload(self.root, name, args)
+
+
+def bpf_programs(prefix="wc_"):
+    """Names of loaded BPF programs starting with prefix."""
+    out = subprocess.run(["bpftool", "prog", "list"], capture_output=True,
+                         text=True).stdout
+    return [m.group(1) for m in re.finditer(r"name (\S+)", out)
+            if m.group(1).startswith(prefix)]
+
+
+def row_at(rows, t, slack=0.3):
+    """The row dispatched nearest to t (values of one read are stamped a
+    few milliseconds apart), or None."""
+    best = min(rows, key=lambda r: abs(r[0] - t), default=None)
+    return best if best and abs(best[0] - t) <= slack else None
+
+
+def counter_window(rows, t0, t1):
+    """Difference of a cumulative counter between the reads at t0 and t1:
+    (value, t_start, t_end) or None."""
+    a, b = row_at(rows, t0), row_at(rows, t1)
+    if not a or not b:
+        return None
+    return b[1] - a[1], a[0], b[0]
