@@ -4,9 +4,23 @@
  *
  * Owns: one task-storage entry per profiled thread, holding the state the
  * thread is in and the moment it entered it (the checkpoint), plus the time
- * already charged to each state.  Every scheduler event charges the time
+ * already charged to each slot.  Every scheduler event charges the time
  * since the checkpoint to the state the thread was in and moves the
- * checkpoint, so a thread's states always add up to the time it was watched.
+ * checkpoint, so a thread's slots always add up to the time it was watched.
+ *
+ * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
+ * event happens on, the value the scheduler has just updated and uses for
+ * schedstat's run_delay.  An on-CPU stretch is charged with the kernel's
+ * own count, the growth of se.sum_exec_runtime, and the rest of its wall
+ * time (hypervisor steal, IRQ time on IRQ_TIME_ACCOUNTING kernels) goes to
+ * the STEAL slot.  So on-CPU and run-queue times are what the kernel says,
+ * to the nanosecond, while the slots still add up to wall time.
+ *
+ * Missed switches: on this kernel the sched_switch tracepoint does not show
+ * every switch-in (measured: 0.3-3 % of a busy spinner's).  A thread that
+ * switches out while we still think it waits was switched in unseen; the
+ * kernel's sched_info.last_arrival says when, so the stretch is split there
+ * and nothing is misfiled.  The reverse case uses sched_info.last_queued.
  *
  * Writers: for one thread, the scheduler events (switch out, wake-up, switch
  * in) are serialised by the kernel (run-queue locks and the on_cpu hand-off
@@ -18,16 +32,8 @@
  * total store order plus compiler barriers; see the README's portability
  * note before building for a weakly ordered architecture.
  *
- * Clocks: every checkpoint is the run-queue clock (rq->clock, and
- * rq->clock_task for on-CPU stretches) of the CPU the event happens on, the
- * values the scheduler itself has just updated and uses for schedstat.  So
- * run-queue wait is the kernel's run_delay and on-CPU time is its
- * sum_exec_runtime, to the nanosecond, while every stretch still lands in
- * exactly one slot and the slots add up to wall time.  Reading them is
- * cheaper than calling bpf_ktime_get_ns().
- *
  * Nothing on the context-switch path walks a stack, allocates (except once
- * per thread) or touches a shared cache line.
+ * per thread), calls a clock helper or touches a shared cache line.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -52,26 +58,16 @@ char LICENSE[] SEC("license") = "GPL";
  * index in bounds to the verifier is not optimised away. */
 #define opaque(x) asm volatile("" : "+r"(x))
 
-static __always_inline __u32 slot(__u32 st)
-{
-	opaque(st);
-	return st & 3;
-}
-
 /* Set by user space before load. */
 const volatile bool include_kthreads = false;
-
-/* A moment on one run queue's clocks. */
-struct wc_clock {
-	__u64 clock;
-	__u64 task; /* clock_task: clock minus steal (and IRQ time) */
-};
+const volatile __u64 sample_period_ns = 1000000000ULL / 49;
 
 struct wc_task {
 	__u64 id;
-	__u32 seq;   /* odd while being charged */
-	__u32 state; /* enum wc_state */
-	struct wc_clock ckpt;
+	__u32 seq;	 /* odd while being charged */
+	__u32 state;	 /* enum wc_state */
+	__u64 ckpt;	 /* rq->clock when the state was entered */
+	__u64 exec_ns;	 /* se.sum_exec_runtime at the checkpoint */
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;
 };
@@ -96,51 +92,35 @@ struct {
 	__type(value, struct wc_counters);
 } counters SEC(".maps");
 
+/* Per CPU: the cpu-clock event's count at the last sample, and whom that
+ * sample found running (a thread id, 0 for idle or unprofiled). */
+struct last_sample {
+	__u64 count;
+	__u64 id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_sample);
+} sample_clock SEC(".maps");
+
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
 
-/* A task's run queue.  Reached through the task, not the runqueues per-CPU
- * symbol, which kernels without CONFIG_KALLSYMS_ALL cannot resolve. */
-static __always_inline struct rq *rq_of(struct task_struct *t)
-{
-	struct cfs_rq *cfs = t->se.cfs_rq;
-	struct rq *rq = NULL;
-
-	if (bpf_core_field_exists(cfs->rq))
-		return cfs->rq;
-	/* without FAIR_GROUP_SCHED every cfs_rq is the one inside its rq */
-	bpf_probe_read_kernel(&rq, sizeof(rq), &cfs);
-	return (struct rq *)((unsigned long)rq -
-			     bpf_core_field_offset(struct rq, cfs));
-}
-
-static __always_inline struct wc_clock clock_of(struct rq *rq)
-{
-	struct wc_clock c = {};
-
-	c.clock = BPF_CORE_READ(rq, clock);
-	c.task = BPF_CORE_READ(rq, clock_task);
-	return c;
-}
-
-/* The clock of the run queue a task is on (or last ran on). */
-static __always_inline struct wc_clock task_clock(struct task_struct *t)
-{
-	return clock_of(rq_of(t));
-}
-
-static __always_inline struct wc_clock this_clock(void)
-{
-	return task_clock(bpf_get_current_task_btf());
-}
-
-static __always_inline void count(enum wc_counter c)
+static __always_inline void count_n(enum wc_counter c, __u64 n)
 {
 	__u32 zero = 0;
 	struct wc_counters *cs = bpf_map_lookup_elem(&counters, &zero);
 
 	if (cs && c < WC_CNT_NR)
-		__sync_fetch_and_add(&cs->v[c], 1);
+		__sync_fetch_and_add(&cs->v[c], n);
+}
+
+static __always_inline void count(enum wc_counter c)
+{
+	count_n(c, 1);
 }
 
 /* The idle tasks all have pid 0: they are not threads anyone profiles. */
@@ -162,8 +142,24 @@ static __always_inline __u32 state_of(unsigned int st)
 	return WC_SLEEP;
 }
 
+/* A task's run-queue clock (of the CPU it is on, or last ran on).  Reached
+ * through the task, not the runqueues per-CPU symbol, which kernels without
+ * CONFIG_KALLSYMS_ALL cannot resolve. */
+static __always_inline __u64 rq_clock_of(struct task_struct *t)
+{
+	struct cfs_rq *cfs = t->se.cfs_rq;
+	unsigned long rq;
+
+	if (bpf_core_field_exists(cfs->rq))
+		return cfs->rq->clock;
+	/* without FAIR_GROUP_SCHED every cfs_rq is the one inside its rq */
+	rq = (unsigned long)BPF_CORE_READ(t, se.cfs_rq) -
+	     bpf_core_field_offset(struct rq, cfs);
+	return BPF_CORE_READ((struct rq *)rq, clock);
+}
+
 static __always_inline struct wc_task *create(struct task_struct *task,
-					      struct wc_clock now, __u32 state)
+					      __u64 now, __u32 state)
 {
 	struct wc_task init = {};
 	struct wc_task *t;
@@ -171,6 +167,7 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	init.id = __sync_fetch_and_add(&next_id, 1) + 1;
 	init.state = state;
 	init.ckpt = now;
+	init.exec_ns = task->se.sum_exec_runtime;
 	t = bpf_task_storage_get(&tasks, task, &init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
@@ -178,41 +175,57 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	return t;
 }
 
-/* Add the stretch from `from` to `to` in state st to times[]: on-CPU is
- * measured on clock_task like the kernel's run time, and the rest of the
- * stretch is steal. */
-static __always_inline void add_stretch(__u64 *times, __u32 st,
-					struct wc_clock from, struct wc_clock to)
+static __always_inline __u32 slot(__u32 st)
 {
-	__u64 wall, run;
-
-	if (to.clock <= from.clock || st > WC_BLOCKED)
-		return;
-	wall = to.clock - from.clock;
-	if (st != WC_ONCPU) {
-		times[slot(st)] += wall;
-		return;
-	}
-	run = to.task > from.task ? to.task - from.task : 0;
-	if (run > wall)
-		run = wall;
-	times[WC_T_ONCPU] += run;
-	times[WC_T_STEAL] += wall - run;
+	opaque(st);
+	return st & 3;
 }
 
-/* Charge the time since the checkpoint to the current state, then enter
- * next_state.  The caller is the only writer (see the file comment). */
-static __always_inline void charge(struct wc_task *t, struct wc_clock now,
-				   __u32 next_state)
+/* Charge an off-CPU stretch [from, to] of state st. */
+static __always_inline void add_wait(__u64 *times, __u32 st, __u64 from,
+				     __u64 to)
+{
+	if (to > from && st != WC_ONCPU && st <= WC_BLOCKED)
+		times[slot(st)] += to - from;
+}
+
+/* Charge an on-CPU stretch: the kernel's run time, and steal for the rest
+ * of its wall time (if the kernel counted more, as it does across a
+ * skipped clock update, the run time wins: it is the number users compare
+ * with). */
+static __always_inline void add_run(__u64 *times, __u64 from, __u64 to,
+				    __u64 exec_from, __u64 exec_to)
+{
+	__u64 run = exec_to > exec_from ? exec_to - exec_from : 0;
+	__u64 wall = to > from ? to - from : 0;
+
+	times[WC_T_ONCPU] += run;
+	if (wall > run)
+		times[WC_T_STEAL] += wall - run;
+}
+
+static __always_inline void begin_write(struct wc_task *t)
 {
 	WRITE_ONCE(t->seq, t->seq + 1);
 	barrier();
-	add_stretch(t->time_ns, t->state, t->ckpt, now);
-	if (now.clock > t->ckpt.clock)
-		t->ckpt = now;
-	t->state = next_state;
+}
+
+static __always_inline void end_write(struct wc_task *t)
+{
 	barrier();
 	WRITE_ONCE(t->seq, t->seq + 1);
+}
+
+/* Enter state at `now`: every stretch starts on the clock of the run queue
+ * where its event happened, even when that reads a little behind the old
+ * checkpoint (another CPU's clock, or one the scheduler skipped updating);
+ * the kernel does the same. */
+static __always_inline void enter(struct wc_task *t, __u32 state, __u64 now,
+				  __u64 exec_ns)
+{
+	t->ckpt = now;
+	t->exec_ns = exec_ns;
+	t->state = state;
 }
 
 static __always_inline void fill_identity(struct wc_task_rec *r,
@@ -252,38 +265,78 @@ static __always_inline void emit_exit(struct task_struct *task,
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void switch_out(struct task_struct *prev,
-				       struct wc_clock now,
+static __always_inline void switch_out(struct task_struct *prev, __u64 now,
 				       bool preempt, unsigned int prev_state)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, prev, 0, 0);
+	__u64 exec_ns = prev->se.sum_exec_runtime;
 	bool dead = prev_state & K_TASK_DEAD;
-	__u32 next_state = preempt ? WC_RUNQ : state_of(prev_state);
+	__u64 start;
 
 	if (!t) {
 		/* First sight: time before now is not ours to know. */
 		if (!dead)
-			create(prev, now, next_state);
+			create(prev, now, preempt ? WC_RUNQ
+						  : state_of(prev_state));
 		return;
 	}
-	if (dead) {
-		charge(t, now, WC_DEAD);
+	begin_write(t);
+	start = t->ckpt;
+	if (t->state != WC_ONCPU) {
+		/* switched in unseen: the kernel noted when */
+		__u64 arrived = 0;
+
+		if (bpf_core_field_exists(prev->sched_info.last_arrival))
+			arrived = prev->sched_info.last_arrival;
+		if (arrived > start && arrived <= now) {
+			add_wait(t->time_ns, t->state, start, arrived);
+			start = arrived;
+		}
+		count(WC_CNT_SWITCHES_MISSED);
+	}
+	add_run(t->time_ns, start, now, t->exec_ns, exec_ns);
+	if (dead)
+		enter(t, WC_DEAD, now, exec_ns);
+	else
+		enter(t, preempt ? WC_RUNQ : state_of(prev_state), now,
+		      exec_ns);
+	end_write(t);
+	if (dead)
 		emit_exit(prev, t);
-		return;
-	}
-	charge(t, now, next_state);
 }
 
-static __always_inline void switch_in(struct task_struct *next,
-				      struct wc_clock now)
+static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
+	__u64 exec_ns = next->se.sum_exec_runtime;
 
 	if (!t) {
 		create(next, now, WC_ONCPU);
 		return;
 	}
-	charge(t, now, WC_ONCPU);
+	begin_write(t);
+	if (t->state == WC_ONCPU) {
+		/* switched out unseen: run time is the kernel's, a wait for
+		 * a CPU since last_queued is run-queue time, the rest slept */
+		__u64 queued = 0;
+		__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
+		__u64 wall = now > t->ckpt ? now - t->ckpt : 0;
+		__u64 rq;
+
+		if (bpf_core_field_exists(next->sched_info.last_queued))
+			queued = next->sched_info.last_queued;
+		rq = queued > t->ckpt && queued < now ? now - queued : 0;
+
+		t->time_ns[WC_T_ONCPU] += run;
+		t->time_ns[WC_T_RUNQ] += rq;
+		if (wall > run + rq)
+			t->time_ns[WC_T_SLEEP] += wall - run - rq;
+		count(WC_CNT_SWITCHES_MISSED);
+	} else {
+		add_wait(t->time_ns, t->state, t->ckpt, now);
+	}
+	enter(t, WC_ONCPU, now, exec_ns);
+	end_write(t);
 }
 
 SEC("tp_btf/sched_switch")
@@ -291,7 +344,7 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	/* __schedule() has just updated this run queue's clock. */
-	struct wc_clock now = task_clock(next);
+	__u64 now = rq_clock_of(next);
 
 	if (profiled(prev))
 		switch_out(prev, now, preempt, prev_state);
@@ -304,21 +357,25 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
  * it too), so the sleep ends here, not at switch-in. */
 static __always_inline void wake(struct task_struct *p)
 {
-	struct wc_clock now;
 	struct wc_task *t;
+	__u64 now;
 
 	if (!profiled(p))
 		return;
 	/* The waker has enqueued p and updated p's run-queue clock: the
 	 * moment the kernel starts counting run_delay. */
-	now = task_clock(p);
+	now = rq_clock_of(p);
 	t = bpf_task_storage_get(&tasks, p, 0, 0);
 	if (!t) {
 		create(p, now, WC_RUNQ);
 		return;
 	}
-	if (t->state == WC_SLEEP || t->state == WC_BLOCKED)
-		charge(t, now, WC_RUNQ);
+	if (t->state != WC_SLEEP && t->state != WC_BLOCKED)
+		return;
+	begin_write(t);
+	add_wait(t->time_ns, t->state, t->ckpt, now);
+	enter(t, WC_RUNQ, now, t->exec_ns);
+	end_write(t);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -335,35 +392,59 @@ int BPF_PROG(wc_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
+/*
+ * How many sample periods this sample stands for.  A timer that fires late
+ * (a vCPU the hypervisor descheduled, interrupts held off) skips the ticks
+ * it missed; the cpu-clock count says how much time really passed.  When
+ * the same thread was running at the previous sample on this CPU too, the
+ * missed ticks are credited to it, instead of the profile of a busy VM
+ * quietly thinning out.  Otherwise (idle between, or another thread) the
+ * sample counts once: nobody is credited with time it may not have had.
+ */
+static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id)
+{
+	struct bpf_perf_event_value v;
+	__u32 zero = 0;
+	struct last_sample *last = bpf_map_lookup_elem(&sample_clock, &zero);
+	__u64 n = 1;
+
+	if (!last || bpf_perf_prog_read_value(ctx, &v, sizeof(v)))
+		return 1;
+	if (id && last->id == id && last->count && v.counter > last->count)
+		n = (v.counter - last->count + sample_period_ns / 2) /
+		    sample_period_ns;
+	last->count = v.counter;
+	last->id = id;
+	if (n < 1 || n > 1000)
+		n = 1;
+	return n;
+}
+
 SEC("perf_event")
 int wc_sample(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct wc_task *t;
+	struct wc_task *t = NULL;
+	__u64 n;
 
+	if (task->pid != 0 && profiled(task))
+		t = bpf_task_storage_get(&tasks, task, 0, 0);
+	n = ticks(ctx, t ? t->id : 0);
 	if (task->pid == 0) {
 		count(WC_CNT_IDLE_SAMPLES);
 		return 0;
 	}
 	if (!profiled(task))
 		return 0;
-	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (!t) {
 		count(WC_CNT_SAMPLES_LOST);
 		return 0;
 	}
-	t->samples++;
-	count(WC_CNT_SAMPLES);
+	t->samples += n;
+	count_n(WC_CNT_SAMPLES, n);
+	if (n > 1)
+		count_n(WC_CNT_SAMPLES_LATE, n - 1);
 	return 0;
-}
-
-/* "Now" for the iterator: a running thread's own run queue (ticking while
- * it runs), else the iterator's CPU, which is busy running us.  Either is
- * at most a tick behind; what it misses is charged at the next read. */
-static __always_inline struct wc_clock iter_clock(struct task_struct *task,
-						  bool running)
-{
-	return running ? task_clock(task) : this_clock();
 }
 
 /* A thread the iterator meets before any scheduler event: start it in the
@@ -371,14 +452,20 @@ static __always_inline struct wc_clock iter_clock(struct task_struct *task,
 static __always_inline struct wc_task *adopt(struct task_struct *task)
 {
 	unsigned int st = BPF_CORE_READ(task, __state);
-	bool running = BPF_CORE_READ(task, on_cpu);
 
-	return create(task, iter_clock(task, running),
-		      running ? WC_ONCPU : state_of(st));
+	if (BPF_CORE_READ(task, on_cpu))
+		return create(task, rq_clock_of(task), WC_ONCPU);
+	return create(task, rq_clock_of(bpf_get_current_task_btf()),
+		      state_of(st));
 }
 
-/* Copy an entry that another CPU may be charging, adding the time since its
- * checkpoint, so the record is the thread's total up to this moment. */
+/*
+ * Copy an entry that another CPU may be charging and bring it up to now:
+ * a running thread by the kernel's run time so far (at most a tick behind;
+ * its steal is settled when it switches out), a waiting one by the
+ * iterator's own run-queue clock, which is busy running us and so at most
+ * a tick behind too.  What is not counted yet is counted at the next read.
+ */
 static __always_inline bool snapshot(struct task_struct *task,
 				     struct wc_task *t, struct wc_task_rec *r)
 {
@@ -386,20 +473,25 @@ static __always_inline bool snapshot(struct task_struct *task,
 
 	for (i = 0; i < 4; i++) {
 		__u32 s1 = READ_ONCE(t->seq);
-		struct wc_clock ckpt, now;
+		__u64 ckpt, exec_ns;
 		__u32 s2, st;
 
 		barrier();
 		st = t->state;
 		ckpt = t->ckpt;
+		exec_ns = t->exec_ns;
 		for (k = 0; k < WC_NSLOTS; k++)
 			r->time_ns[k] = t->time_ns[k];
 		barrier();
 		s2 = READ_ONCE(t->seq);
 		if (s1 != s2 || (s1 & 1))
 			continue;
-		now = iter_clock(task, st == WC_ONCPU);
-		add_stretch(r->time_ns, st, ckpt, now);
+		if (st == WC_ONCPU)
+			add_run(r->time_ns, 0, 0, exec_ns,
+				task->se.sum_exec_runtime);
+		else
+			add_wait(r->time_ns, st, ckpt,
+				 rq_clock_of(bpf_get_current_task_btf()));
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;

@@ -7,9 +7,10 @@
  * Both sides include it; change it only together with bpf/wallclock.bpf.c and
  * plugin/wc_collector.c.
  *
- * Units are in the names: every time is nanoseconds of one thread's time,
- * measured with the scheduler's own run-queue clocks (the ones schedstat
- * uses), so run-queue wait and on-CPU time mean what the kernel means.
+ * Units are in the names: every time is nanoseconds of one thread's time.
+ * On-CPU time is the kernel's own sum_exec_runtime and the rest is measured
+ * on the scheduler's run-queue clocks (the ones schedstat uses), so on-CPU
+ * and run-queue wait mean exactly what the kernel means by them.
  */
 #ifndef WALLCLOCK_BPF_H
 #define WALLCLOCK_BPF_H
@@ -67,12 +68,15 @@ struct wc_task_rec {
  * count here, so the context-switch path pays nothing for them. */
 enum wc_counter {
 	WC_CNT_SAMPLES,		/* on-CPU samples of a profiled thread */
+	WC_CNT_SAMPLES_LATE,	/* of those, ticks recovered from a late timer */
 	WC_CNT_IDLE_SAMPLES,	/* samples that found the CPU idle */
 	WC_CNT_SAMPLES_LOST,	/* samples of a thread with no storage yet */
 	WC_CNT_STORAGE_FAILED,	/* task storage could not be created */
 	WC_CNT_EXITS,		/* threads that died while profiled */
 	WC_CNT_EXITS_DROPPED,	/* final records lost to a full exit ring */
 	WC_CNT_TORN_READS,	/* iterator gave up on a thread being updated */
+	WC_CNT_SWITCHES_MISSED,	/* switches the tracepoint never showed us,
+				 * rebuilt from the kernel's sched_info */
 	WC_CNT_NR,
 };
 

@@ -177,12 +177,14 @@ static void submit_self(void)
 
 	wc_engine_self(ctx.engine, &s);
 	submit_derive("samples", s.bpf.v[WC_CNT_SAMPLES]);
+	submit_derive("samples_late", s.bpf.v[WC_CNT_SAMPLES_LATE]);
 	submit_derive("idle_samples", s.bpf.v[WC_CNT_IDLE_SAMPLES]);
 	submit_derive("samples_lost", s.bpf.v[WC_CNT_SAMPLES_LOST]);
 	submit_derive("storage_failed", s.bpf.v[WC_CNT_STORAGE_FAILED]);
 	submit_derive("exits", s.bpf.v[WC_CNT_EXITS]);
 	submit_derive("exits_dropped", s.bpf.v[WC_CNT_EXITS_DROPPED]);
 	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
+	submit_derive("switches_missed", s.bpf.v[WC_CNT_SWITCHES_MISSED]);
 	submit_derive("threads_lost", s.acct.threads_lost);
 	submit_derive("threads_untracked", s.acct.threads_untracked);
 	submit_derive("read_errors", ctx.read_errors);

@@ -101,6 +101,7 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 		return wc_err(err, errlen, "opening the BPF object failed: %s",
 			      strerror(errno));
 	c->skel->rodata->include_kthreads = o->kthreads;
+	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
 	bytes = round_pow2(bytes < 4096 ? 4096 : bytes);
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
 	if (rc)

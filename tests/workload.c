@@ -10,7 +10,7 @@
  *
  *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
  *            [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
- *            [--name COMM] [--report FILE] [--exec-thread]
+ *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
  */
@@ -48,7 +48,7 @@ static struct {
 	const char *dir;
 	const char *name;
 	const char *report;
-	int exec_thread;
+	const char *exec_thread; /* a program taking seconds, like sleep */
 } opt = { .seconds = 10, .dir = "/var/tmp", .churn_us = 1000 };
 
 static uint64_t deadline_ns;
@@ -232,8 +232,8 @@ static void *execer(void *arg)
 	pthread_barrier_wait(&started);
 	sleep_a_while(1000000000ULL);
 	snprintf(secs, sizeof(secs), "%.3f", opt.seconds);
-	execl("/bin/sleep", "sleep", secs, (char *)NULL);
-	perror("execl");
+	execl(opt.exec_thread, opt.exec_thread, secs, (char *)NULL);
+	perror(opt.exec_thread);
 	exit(1);
 }
 
@@ -245,7 +245,7 @@ static int usage(void)
 		"                [--churn PER_SEC] [--churn-us US] "
 		"[--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
-		"[--exec-thread]\n");
+		"[--exec-thread PROGRAM]\n");
 	return 2;
 }
 
@@ -256,10 +256,6 @@ static int parse(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (strcmp(a, "--exec-thread") == 0) {
-			opt.exec_thread = 1;
-			continue;
-		}
 		if (!v)
 			return usage();
 		i++;
@@ -285,11 +281,13 @@ static int parse(int argc, char **argv)
 			opt.name = v;
 		else if (strcmp(a, "--report") == 0)
 			opt.report = v;
+		else if (strcmp(a, "--exec-thread") == 0)
+			opt.exec_thread = v;
 		else
 			return usage();
 	}
 	if (opt.spin + opt.sleep + opt.disk + opt.lock +
-		    (opt.churn_per_sec > 0) + opt.exec_thread >
+		    (opt.churn_per_sec > 0) + (opt.exec_thread != NULL) >
 	    MAX_WORKERS)
 		return usage();
 	return 0;
@@ -336,7 +334,7 @@ int main(int argc, char **argv)
 	if (opt.name)
 		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
 	total = opt.spin + opt.sleep + opt.disk + opt.lock +
-		(opt.churn_per_sec > 0) + opt.exec_thread;
+		(opt.churn_per_sec > 0) + (opt.exec_thread != NULL);
 	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
 	deadline_ns = start + (uint64_t)(opt.seconds * 1e9);
 	for (i = 0; i < opt.spin; i++)
