@@ -220,14 +220,15 @@ static int wc_init_cb(void)
 	char err[1024];
 
 	libbpf_set_print(libbpf_sink);
-	if (!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err))) {
-		ERROR(PLUGIN " plugin: %s", err);
-		return -1;
-	}
-	if (wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err))) {
+	/* On failure report success anyway: collectd 5.12 remembers a failed
+	 * init and exits 1 at shutdown, which service managers record as a
+	 * failure of the whole daemon.  Without a read callback the plugin is
+	 * simply off; the error says why. */
+	if ((!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err))) ||
+	    wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err))) {
 		ERROR(PLUGIN " plugin: not started: %s. The rest of collectd "
 			     "keeps running.", err);
-		return -1;
+		return 0;
 	}
 	wc_engine_self(ctx.engine, &s);
 	INFO(PLUGIN " plugin: profiling at %u Hz on %u CPUs%s",

@@ -91,7 +91,10 @@ class Collectd:
     """One collectd -f with a generated config."""
 
     def __init__(self, root, interval, plugin_conf, wallclock=True,
-                 writers=("csv", "unixsock"), extra="", prefix=()):
+                 writers=("csv", "unixsock"), extra="", prefix=(),
+                 spool=True):
+        """spool: True writes SpoolDir (a fresh path under root) into the
+        wallclock block, False leaves it out (the plugin's default)."""
         self.root = root
         self.interval = interval
         self.csv_dir = os.path.join(root, "csv")
@@ -111,6 +114,7 @@ class Collectd:
             "  LogLevel info",
             f'  File "{self.log_path}"',
             "  Timestamp true",
+            "  PrintSeverity true",
             "</Plugin>",
         ]
         if "csv" in writers:
@@ -128,8 +132,10 @@ class Collectd:
         if wallclock:
             conf += [f'PluginDir "{os.path.dirname(PLUGIN_SO)}"',
                      "LoadPlugin wallclock", 'PluginDir "/usr/lib/collectd"',
-                     "<Plugin wallclock>", f'  SpoolDir "{self.spool}"',
-                     plugin_conf, "</Plugin>"]
+                     "<Plugin wallclock>"]
+            if spool:
+                conf.append(f'  SpoolDir "{self.spool}"')
+            conf += [plugin_conf, "</Plugin>"]
         with open(self.conf_path, "w") as f:
             f.write("\n".join(conf) + "\n")
         self.prefix = list(prefix)
@@ -146,6 +152,19 @@ class Collectd:
                 raise RuntimeError("collectd did not start:\n" + self.log()
                                    + self.output())
         return self
+
+    def test_run(self, timeout=60):
+        """collectd -T: parse the config, init, read once, shut down.
+        Returns (exit status, stdout+stderr, what it added to the log)."""
+        before = len(self.log())
+        r = subprocess.run(self.prefix + ["collectd", "-T", "-C",
+                                          self.conf_path],
+                           capture_output=True, text=True, timeout=timeout)
+        return r.returncode, r.stdout + r.stderr, self.log()[before:]
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
 
     def output(self):
         if self.proc and self.proc.poll() is not None and self.proc.stdout:
@@ -179,11 +198,12 @@ class Collectd:
     def log_has(self, text):
         return text in self.log()
 
-    def wallclock_errors(self):
-        """Log lines at error level that come from our plugin."""
+    def wallclock_errors(self, levels=("error",)):
+        """Log lines at one of levels that come from our plugin (or from
+        libbpf on its behalf)."""
+        pat = re.compile(r"\[(%s)\]" % "|".join(levels))
         return [line for line in self.log().splitlines()
-                if "wallclock" in line and re.search(r"\b(error|ERROR)\b",
-                                                      line)]
+                if "wallclock" in line and pat.search(line)]
 
     def csv(self, group, type_, tinst=""):
         """All (epoch, value) rows of one identifier, in time order."""
@@ -365,3 +385,62 @@ def counter_window(rows, t0, t1):
     if not a or not b:
         return None
     return b[1] - a[1], a[0], b[0]
+
+
+def bpftool_list(kind):
+    """`bpftool -j KIND list` (KIND: prog, link) as a list of dicts."""
+    import json
+    out = subprocess.run(["bpftool", "-j", kind, "list"],
+                         capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def bpf_fd_ids(pid):
+    """(prog ids, link ids) of the BPF objects a process holds through its
+    file descriptors (from /proc/PID/fdinfo: what it loaded or attached)."""
+    progs, links = set(), set()
+    for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
+        try:
+            with open(path) as f:
+                text = f.read()
+        except OSError:
+            continue
+        m = re.search(r"^link_id:\s*(\d+)", text, re.M)
+        if m:
+            links.add(int(m.group(1)))
+        m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
+        if m:  # a program's own fd, or the one a link holds
+            progs.add(int(m.group(1)))
+    return progs, links
+
+
+def bpf_owned_ids():
+    """Prog and link ids held through a file descriptor by any process."""
+    progs, links = set(), set()
+    for d in glob.glob("/proc/[0-9]*"):
+        p, lk = bpf_fd_ids(d.rsplit("/", 1)[1])
+        progs |= p
+        links |= lk
+    return progs, links
+
+
+def leaked_bpf(prefix="wc_"):
+    """Programs named prefix* (and the links to them) that no process holds:
+    left behind by someone (pinned, or attached without a link).  Tests may
+    run side by side, so another collectd's programs are not leaks; an
+    object is reported only if it is unowned on two looks 0.5 s apart (one
+    that was just being closed is gone by then)."""
+    def look():
+        progs = {p["id"]: p["name"] for p in bpftool_list("prog")
+                 if p.get("name", "").startswith(prefix)}
+        links = {lk["id"]: lk.get("prog_id") for lk in bpftool_list("link")
+                 if lk.get("prog_id") in progs}
+        owned_p, owned_l = bpf_owned_ids()
+        return ({i: n for i, n in progs.items() if i not in owned_p},
+                {i for i in links if i not in owned_l})
+    p1, l1 = look()
+    if not p1 and not l1:
+        return {}, set()
+    time.sleep(0.5)
+    p2, l2 = look()
+    return {i: n for i, n in p2.items() if i in p1}, l1 & l2

@@ -1,0 +1,59 @@
+#!/bin/bash
+# check.sh - the whole test suite: installs what is missing, builds, then
+# runs the unit tests (plain and under ASan/UBSan), the BPF engine tests and
+# the end-to-end tests against a real collectd.  Needs root (BPF).
+#
+# Every test program prints one line per case (PASS:/FAIL:/SKIP:); this
+# script counts them and ends with "N passed, N failed".  A program that
+# exits non-zero without saying which case failed counts as one failure.
+set -uo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+cd "$SRC"
+
+tests/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+BUILD=$(tests/build.sh) || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+export WC_BUILD_DIR=$BUILD
+LOG=$BUILD/check.log
+: > "$LOG"
+
+passed=0 failed=0 skipped=0
+
+# run NAME CMD...: run one test program, echo its output, count its cases
+run() {
+	local name=$1 out rc p f s
+	shift
+	echo "=== $name"
+	out=$("$@" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | tee -a "$LOG"
+	p=$(grep -c '^PASS: ' <<<"$out")
+	f=$(grep -c '^FAIL: ' <<<"$out")
+	s=$(grep -c '^SKIP: ' <<<"$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: $name: exited with status $rc" | tee -a "$LOG"
+		f=1
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+# Unit tests through automake (so `make check` stays the developer's entry
+# point); their per-case lines are in the logs it writes.
+( cd "$BUILD" && make -s -j"$(nproc)" check >/dev/null 2>&1 )
+for t in "$BUILD"/tests/unit/test_*.log; do
+	run "unit $(basename "$t" .log)" cat "$t"
+done
+if ! ( cd "$BUILD" && make -s check >/dev/null 2>&1 ); then
+	echo "FAIL: make check" | tee -a "$LOG"
+	failed=$((failed + 1))
+fi
+
+run "engine" "$BUILD/tests/test_engine" "$BUILD/tests/workload"
+
+for t in "$SRC"/tests/e2e/test_*.py; do
+	run "e2e $(basename "$t")" python3 "$t"
+done
+
+echo
+[ "$skipped" -gt 0 ] && echo "($skipped skipped: see SKIP lines above)"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,39 @@
+#!/bin/bash
+# deps.sh - install the Debian 12 packages wallclock needs to build, run and
+# test.  Idempotent: installs only what is missing (apt-get update first).
+# Needs root.
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential autoconf automake libtool pkg-config
+	clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev
+	collectd-core collectd-dev
+	# run and test
+	collectd-utils rrdtool python3 linux-perf util-linux procps
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: needs root to install packages (try: sudo $0)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# collectd-core's own service must not start competing collectds in CI
+# containers; policy-rc.d refuses service starts during the install.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Start and stop collectd with the plugin three times in a row.
+
+Each time: values flow (the self metrics and a workload's group), exactly
+the expected BPF programs are loaded while it runs (found through the
+file descriptors collectd holds, so tests running side by side do not
+confuse the count), it exits with status 0 after SIGTERM, the log has no
+error or warning from the plugin, and afterwards none of the programs and
+links it held exists any more, nor any other unowned wc_* program.
+"""
+import os
+
+from wctest import (Collectd, Env, bpf_fd_ids, bpftool_list, case, done,
+                    leaked_bpf, require_built, wait_until)
+
+EXPECTED = {"wc_switch", "wc_wakeup", "wc_wakeup_new", "wc_sample",
+            "wc_iter"}
+ROUNDS = 3
+
+require_built()
+with Env("lifecycle") as env:
+    w = env.workload("wcw_life", "--sleep", "1", "--sleep-ms", "20",
+                     "--seconds", str(6 * ROUNDS + 10))
+    for rnd in range(1, ROUNDS + 1):
+        tag = f"round {rnd}"
+        root = os.path.join(env.root, f"round{rnd}")
+        os.mkdir(root, 0o755)
+        cd = Collectd(root, 1, "")
+        cd.start()
+        ok = cd.wait_rows("wcw_life", "wallclock_us", "sleep", 3, 10)
+        rows = cd.csv("wcw_life", "wallclock_us", "sleep")
+        case(f"{tag}: group values flow", ok and rows[-1][1] > rows[0][1],
+             f"rows {rows}")
+        case(f"{tag}: self metrics flow",
+             len(cd.csv("", "derive", "samples")) >= 3,
+             f"{cd.csv('', 'derive', 'samples')}")
+        progs, links = bpf_fd_ids(cd.pid)
+        names = {p["id"]: p["name"] for p in bpftool_list("prog")
+                 if p["id"] in progs}
+        case(f"{tag}: exactly the expected programs are loaded",
+             sorted(names.values()) == sorted(EXPECTED),
+             f"collectd holds {sorted(names.values())}")
+        link_progs = {lk["id"]: lk.get("prog_id")
+                      for lk in bpftool_list("link") if lk["id"] in links}
+        ncpu = int(cd.csv("", "gauge", "cpus")[-1][1])
+        case(f"{tag}: links: 3 tracepoints, the iterator, one sampler per "
+             f"CPU ({ncpu})", len(link_progs) == 4 + ncpu
+             and set(link_progs.values()) <= set(names),
+             f"links {link_progs}")
+        rc = cd.stop()
+        case(f"{tag}: collectd exits with status 0", rc == 0,
+             f"exit status {rc}")
+        bad = cd.wallclock_errors(("error", "warning"))
+        case(f"{tag}: no wallclock errors or warnings in the log", not bad,
+             "\n".join(bad))
+
+        def left():
+            return ({p["id"] for p in bpftool_list("prog")} & set(names),
+                    {lk["id"] for lk in bpftool_list("link")}
+                    & set(link_progs))
+        # The kernel frees tracing programs after an RCU grace period.
+        gone = wait_until(lambda: left() == (set(), set()), 10, 0.2)
+        case(f"{tag}: its programs and links are gone", gone,
+             "after 10 s still: programs %s, links %s" % left())
+        leaked, leaked_links = leaked_bpf()
+        case(f"{tag}: no unowned wc_* programs or links",
+             not leaked and not leaked_links,
+             f"programs {leaked}, links {leaked_links}")
+done()

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The values also work through collectd's rrdtool and unixsock plugins.
+
+Three spinners run as wcw_rrd under a collectd with the csv, rrdtool and
+unixsock writers (Interval 1).  The group's RRD files exist; for each
+one-second step of the busy period, the rate `rrdtool fetch` reports
+(microseconds per second) matches the rate the csv counters give over the
+same step within 5 % (placing the csv rows where the rrdtool plugin does:
+at the dispatch time rounded to the second); the on-CPU rate is what three
+spinners can get on this machine's CPUs (less what other work took
+meanwhile, measured in /proc/stat) and what the kernel's schedstat says
+they got; and `collectdctl getval` answers for the group over the unix
+socket with a rate.
+"""
+import math
+import os
+import subprocess
+import time
+
+from wctest import (HOST, Env, SchedSampler, case, done, near, pct,
+                    require_built, task_schedstat)
+
+SECONDS = 10
+SPIN = 3
+TOL = 0.05
+SLOTS = ("oncpu", "offcpu", "runqueue", "sleep")
+
+require_built()
+
+
+def cpu_busy_s():
+    """Seconds all CPUs spent busy since boot (/proc/stat, USER_HZ)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]  # idle, iowait
+    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def as_rrd_sees(rows):
+    """The rrdtool plugin stamps each update with the dispatch time rounded
+    to the whole second (CDTIME_T_TO_TIME_T), and rrdtool refuses an update
+    no later than the last one: the csv rows as the RRD file received them."""
+    out = []
+    for t, v in rows:
+        tr = math.floor(t + 0.5)
+        if not out or tr > out[-1][0]:
+            out.append((tr, v))
+    return out
+
+
+def csv_rate(rows, t0, t1):
+    """Mean rate over (t0, t1] of a counter sampled at rows, taking each
+    rate as constant between two samples (what rrdtool does with DERIVE)."""
+    total = 0.0
+    for (ta, va), (tb, vb) in zip(rows, rows[1:]):
+        lo, hi = max(ta, t0), min(tb, t1)
+        if hi > lo:
+            total += (vb - va) / (tb - ta) * (hi - lo)
+    return total / (t1 - t0)
+
+
+def fetch(path, start, end):
+    """[(step end, rate or None)] from the finest AVERAGE archive."""
+    out = subprocess.run(["rrdtool", "fetch", path, "AVERAGE", "-r", "1",
+                          "-s", str(int(start)), "-e", str(int(end))],
+                         capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        if ":" not in line:
+            continue
+        t, v = line.split(":", 1)
+        v = v.strip()
+        rows.append((int(t), None if v.lower().startswith(("nan", "-nan"))
+                     else float(v)))
+    return rows
+
+
+with Env("rrd") as env:
+    cd = env.collectd(interval=1, writers=("csv", "rrdtool", "unixsock"))
+    cd.start()
+    w = env.workload("wcw_rrd", "--spin", str(SPIN), "--seconds",
+                     str(SECONDS))
+    ss = SchedSampler([w.pid])
+    cd.wait_rows("wcw_rrd", "wallclock_us", "oncpu", 4, 10)
+    r = subprocess.run(["collectdctl", "-s", cd.sock, "getval",
+                        f"{HOST}/wallclock-wcw_rrd/wallclock_us-oncpu"],
+                       capture_output=True, text=True)
+    got = [ln.split("=", 1)[1] for ln in r.stdout.splitlines()
+           if ln.startswith("value=")]
+    try:
+        getval = float(got[0]) if got else None
+    except ValueError:
+        getval = None
+    # GETVAL answers a DERIVE with its rate: on-CPU us per second.
+    cap = 1.025 * min(SPIN, os.cpu_count()) * 1e6
+    case("collectdctl getval answers for wallclock-wcw_rrd/"
+         "wallclock_us-oncpu with a rate (0 to %.3g us/s)" % cap,
+         r.returncode == 0 and getval is not None and 0 < getval <= cap,
+         f"rc {r.returncode}: {r.stdout!r} {r.stderr!r}")
+    # How much of the machine other work took meanwhile (tests and builds
+    # may run side by side): the spinners can only get the rest.
+    t_a = w.started + 1
+    time.sleep(max(0.0, t_a - time.time()))
+    busy_a, on_a = cpu_busy_s(), task_schedstat(w.pid)[0]
+    t_b = w.started + SECONDS - 1
+    time.sleep(max(0.0, t_b - time.time()))
+    busy_b, on_b = cpu_busy_s(), task_schedstat(w.pid)[0]
+    others = max(0.0, (busy_b - busy_a) - (on_b - on_a) / 1e9) / (t_b - t_a)
+    w.wait()
+    ss.stop()
+    end = w.started + SECONDS
+    rc = cd.stop()  # the rrdtool plugin writes what it cached
+    case("collectd exits cleanly", rc == 0, f"exit status {rc}")
+
+    ncpu = os.cpu_count()
+    busy = min(SPIN, ncpu) * 1e6
+    free = max(0.0, min(1.0, (ncpu - others) / min(SPIN, ncpu)))
+    print(f"# other work took {others:.2f} of {ncpu} CPUs")
+    rrd_dir = os.path.join(cd.rrd_dir, HOST, "wallclock-wcw_rrd")
+    want = {f"wallclock_us-{k}.rrd" for k in
+            ("oncpu", "offcpu", "runqueue", "sleep", "blocked", "steal")}
+    want |= {"wallclock_samples.rrd", "wallclock_threads.rrd"}
+    have = set(os.listdir(rrd_dir)) if os.path.isdir(rrd_dir) else set()
+    case("the group has one RRD file per type and instance", have == want,
+         f"missing {sorted(want - have)}, unexpected {sorted(have - want)}")
+    for slot in SLOTS:
+        path = os.path.join(rrd_dir, f"wallclock_us-{slot}.rrd")
+        if not case(f"{slot}: {os.path.relpath(path, cd.rrd_dir)} exists",
+                    os.path.exists(path),
+                    str(os.listdir(rrd_dir) if os.path.isdir(rrd_dir)
+                        else "no " + rrd_dir)):
+            continue
+        rows = cd.csv("wcw_rrd", "wallclock_us", slot)
+        # Steps wholly inside the busy period and inside the csv data.
+        lo = max(w.started + 0.5, rows[0][0])
+        hi = min(end - 0.5, rows[-1][0])
+        steps = [(t, v) for t, v in fetch(path, lo, hi)
+                 if t - 1 >= lo and t <= hi]
+        known = [(t, v) for t, v in steps if v is not None]
+        case(f"{slot}: several known RRD rows over the busy period",
+             len(known) >= SECONDS - 4, f"{steps}")
+        bad = []
+        for t, v in known:
+            want = csv_rate(as_rrd_sees(rows), t - 1, t)
+            if not (near(v, want, TOL) or (abs(v - want) < 0.01 * busy
+                                           and want < 0.05 * busy)):
+                bad.append(f"{t}: rrd {v:.0f}, csv {want:.0f} "
+                           f"({pct(v, want):+.2f}%)")
+        case(f"{slot}: RRD rates match the csv counters within 5%",
+             known and not bad, "; ".join(bad) or "no rows")
+        if slot == "oncpu" and known:
+            t0, t1 = known[0][0] - 1, known[-1][0]
+            mean = sum(v for _, v in known) / len(known)
+            case(f"oncpu rate is what {SPIN} spinners get on {ncpu} CPUs "
+                 f"({0.75 * busy * free:.3g} to {1.025 * busy:.3g} us/s)",
+                 0.75 * busy * free <= mean <= 1.025 * busy,
+                 f"{mean:.0f} us/s")
+            k0, k1 = ss.at(w.pid, t0), ss.at(w.pid, t1)
+            if case("schedstat covers the RRD rows", k0 and k1,
+                    f"{t0}..{t1}"):
+                kernel = (k1[0] - k0[0]) / 1e3 / (t1 - t0)
+                case("oncpu rate within 5% of the kernel's schedstat",
+                     near(mean, kernel, TOL),
+                     f"rrd {mean:.0f} us/s, kernel {kernel:.0f} us/s "
+                     f"({pct(mean, kernel):+.2f}%)")
+        if slot == "runqueue" and known and SPIN > ncpu:
+            mean = sum(v for _, v in known) / len(known)
+            case("runqueue rate shows the spinners waiting for a CPU",
+                 mean > 0.15 * (SPIN - ncpu) * 1e6, f"{mean:.0f} us/s")
+done()
