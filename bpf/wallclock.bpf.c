@@ -64,10 +64,10 @@ const volatile __u64 sample_period_ns = 1000000000ULL / 49;
 
 struct wc_task {
 	__u64 id;
-	__u32 seq;	 /* odd while being charged */
-	__u32 state;	 /* enum wc_state */
-	__u64 ckpt;	 /* rq->clock when the state was entered */
-	__u64 exec_ns;	 /* se.sum_exec_runtime at the checkpoint */
+	__u32 seq;     /* odd while being charged */
+	__u32 state;   /* enum wc_state */
+	__u64 ckpt;    /* rq->clock when the state was entered */
+	__u64 exec_ns; /* se.sum_exec_runtime at the checkpoint */
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;
 };
@@ -276,8 +276,8 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now,
 	if (!t) {
 		/* First sight: time before now is not ours to know. */
 		if (!dead)
-			create(prev, now, preempt ? WC_RUNQ
-						  : state_of(prev_state));
+			create(prev, now,
+			       preempt ? WC_RUNQ : state_of(prev_state));
 		return;
 	}
 	begin_write(t);

@@ -21,9 +21,9 @@
  * been emitted, so nothing charges it again. */
 enum wc_state {
 	WC_ONCPU = 0,	/* running on a CPU */
-	WC_RUNQ = 1,	/* runnable, waiting for a CPU (schedstat run_delay) */
-	WC_SLEEP = 2,	/* interruptible (and idle/stopped) sleep */
-	WC_BLOCKED = 3, /* uninterruptible sleep without TASK_NOLOAD: mostly I/O */
+	WC_RUNQ = 1,	/* runnable, waiting for a CPU (run_delay) */
+	WC_SLEEP = 2,	/* interruptible, idle or stopped sleep */
+	WC_BLOCKED = 3, /* uninterruptible, not TASK_NOLOAD: I/O */
 	WC_DEAD = 5,
 };
 
@@ -53,10 +53,10 @@ enum wc_slot {
  * dies.  User space keeps the previous record per id and takes differences.
  */
 struct wc_task_rec {
-	__u64 id;		/* unique per thread for the life of the profiler */
-	__u64 leader_start_ns;	/* start time of the thread group leader */
+	__u64 id; /* unique per thread for the life of the profiler */
+	__u64 leader_start_ns; /* start time of the thread group leader */
 	__u64 time_ns[WC_NSLOTS];
-	__u64 samples;		/* on-CPU samples taken while this thread ran */
+	__u64 samples; /* on-CPU samples taken while this thread ran */
 	__u32 tid;
 	__u32 tgid;
 	__u32 flags;
@@ -67,16 +67,15 @@ struct wc_task_rec {
 /* Per-CPU event counters, summed by user space.  Only rare paths and samples
  * count here, so the context-switch path pays nothing for them. */
 enum wc_counter {
-	WC_CNT_SAMPLES,		/* on-CPU samples of a profiled thread */
-	WC_CNT_SAMPLES_LATE,	/* of those, ticks recovered from a late timer */
-	WC_CNT_IDLE_SAMPLES,	/* samples that found the CPU idle */
-	WC_CNT_SAMPLES_LOST,	/* samples of a thread with no storage yet */
-	WC_CNT_STORAGE_FAILED,	/* task storage could not be created */
-	WC_CNT_EXITS,		/* threads that died while profiled */
-	WC_CNT_EXITS_DROPPED,	/* final records lost to a full exit ring */
-	WC_CNT_TORN_READS,	/* iterator gave up on a thread being updated */
-	WC_CNT_SWITCHES_MISSED,	/* switches the tracepoint never showed us,
-				 * rebuilt from the kernel's sched_info */
+	WC_CNT_SAMPLES,	       /* on-CPU samples of a profiled thread */
+	WC_CNT_SAMPLES_LATE,   /* of those, ticks recovered from a late timer */
+	WC_CNT_IDLE_SAMPLES,   /* samples that found the CPU idle */
+	WC_CNT_SAMPLES_LOST,   /* samples of a thread with no storage yet */
+	WC_CNT_STORAGE_FAILED, /* task storage could not be created */
+	WC_CNT_EXITS,	       /* threads that died while profiled */
+	WC_CNT_EXITS_DROPPED,  /* final records lost to a full exit ring */
+	WC_CNT_TORN_READS,     /* iterator gave up on a thread being updated */
+	WC_CNT_SWITCHES_MISSED, /* switches never seen, rebuilt from sched_info */
 	WC_CNT_NR,
 };
 

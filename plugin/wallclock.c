@@ -61,8 +61,8 @@ static int libbpf_sink(enum libbpf_print_level level, const char *fmt,
 	return 0;
 }
 
-static int to_cvals(const oconfig_item_t *item, struct wc_cval *vals,
-		    char *err, size_t errlen)
+static int to_cvals(const oconfig_item_t *item, struct wc_cval *vals, char *err,
+		    size_t errlen)
 {
 	int i;
 
@@ -135,7 +135,7 @@ static void submit(const char *group, const char *type, const char *tinst,
 static void submit_us(const char *group, const char *tinst, uint64_t ns)
 {
 	submit(group, "wallclock_us", tinst,
-	       (value_t){ .derive = (derive_t)(ns / 1000) });
+	       (value_t){.derive = (derive_t)(ns / 1000)});
 }
 
 /* Cumulative nanoseconds become cumulative microseconds: the remainder is
@@ -154,19 +154,19 @@ static void submit_group(void *arg, const struct wc_group_view *g)
 	submit_us(g->name, "blocked", g->time_ns[WC_T_BLOCKED]);
 	submit_us(g->name, "steal", g->time_ns[WC_T_STEAL]);
 	submit(g->name, "wallclock_samples", "",
-	       (value_t){ .derive = (derive_t)g->samples });
+	       (value_t){.derive = (derive_t)g->samples});
 	submit(g->name, "wallclock_threads", "",
-	       (value_t){ .gauge = (gauge_t)g->threads });
+	       (value_t){.gauge = (gauge_t)g->threads});
 }
 
 static void submit_derive(const char *tinst, uint64_t v)
 {
-	submit("", "derive", tinst, (value_t){ .derive = (derive_t)v });
+	submit("", "derive", tinst, (value_t){.derive = (derive_t)v});
 }
 
 static void submit_gauge(const char *tinst, double v)
 {
-	submit("", "gauge", tinst, (value_t){ .gauge = v });
+	submit("", "gauge", tinst, (value_t){.gauge = v});
 }
 
 /* The profiler's own health, under the plugin without an instance (no
@@ -193,8 +193,12 @@ static void submit_self(void)
 	submit_gauge("groups", s.acct.groups);
 	submit_gauge("processes_waiting", s.acct.waiting);
 	submit_gauge("cpus", s.ncpus);
+	submit("", "percent", "exit_ring_fill",
+	       (value_t){.gauge = 100.0 * s.exit_ring_fill});
+	submit("", "percent", "table_fill",
+	       (value_t){.gauge = 100.0 * s.table_fill});
 	submit("", "duration", "read",
-	       (value_t){ .gauge = (double)s.read_ns / 1e9 });
+	       (value_t){.gauge = (double)s.read_ns / 1e9});
 }
 
 /* A failing read is logged and counted but reported as success: collectd
@@ -207,7 +211,8 @@ static int wc_read_cb(user_data_t *ud)
 	if (wc_engine_read(ctx.engine, err, sizeof(err))) {
 		if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
 			WARNING(PLUGIN " plugin: read failed (%" PRIu64
-				" so far): %s", ctx.read_errors, err);
+				       " so far): %s",
+				ctx.read_errors, err);
 	}
 	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
 	submit_self();
@@ -227,7 +232,8 @@ static int wc_init_cb(void)
 	if ((!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err))) ||
 	    wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err))) {
 		ERROR(PLUGIN " plugin: not started: %s. The rest of collectd "
-			     "keeps running.", err);
+			     "keeps running.",
+		      err);
 		return 0;
 	}
 	wc_engine_self(ctx.engine, &s);
@@ -247,13 +253,13 @@ static int wc_shutdown_cb(void)
 
 static void register_types(void)
 {
-	static data_source_t us = { "value", DS_TYPE_DERIVE, 0.0, NAN };
-	static data_source_t samples = { "value", DS_TYPE_DERIVE, 0.0, NAN };
-	static data_source_t threads = { "value", DS_TYPE_GAUGE, 0.0, NAN };
+	static data_source_t us = {"value", DS_TYPE_DERIVE, 0.0, NAN};
+	static data_source_t samples = {"value", DS_TYPE_DERIVE, 0.0, NAN};
+	static data_source_t threads = {"value", DS_TYPE_GAUGE, 0.0, NAN};
 	data_set_t sets[] = {
-		{ "wallclock_us", 1, &us },
-		{ "wallclock_samples", 1, &samples },
-		{ "wallclock_threads", 1, &threads },
+		{"wallclock_us", 1, &us},
+		{"wallclock_samples", 1, &samples},
+		{"wallclock_threads", 1, &threads},
 	};
 	size_t i;
 

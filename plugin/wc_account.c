@@ -89,7 +89,7 @@ struct wc_account {
 
 static int slab_init(struct slab *s, uint32_t cap)
 {
-	*s = (struct slab){ .cap = cap, .free_head = NONE };
+	*s = (struct slab){.cap = cap, .free_head = NONE};
 	s->next_free = calloc(cap, sizeof(*s->next_free));
 	return s->next_free ? 0 : -1;
 }
@@ -275,7 +275,7 @@ static uint64_t forward(struct wc_account *a, uint64_t now, uint64_t *last)
 static void add_delta(struct wc_account *a, struct proc *p,
 		      const struct wc_task_rec *r, struct thread *t)
 {
-	uint64_t zero[WC_NSLOTS + 1] = { 0 };
+	uint64_t zero[WC_NSLOTS + 1] = {0};
 	uint64_t *last_ns = t ? t->last_ns : zero;
 	uint64_t *last_samples = t ? &t->last_samples : &zero[WC_NSLOTS];
 	int k;
@@ -441,7 +441,7 @@ static void place_waiting(struct wc_account *a)
 
 	for (k = 0; k < a->pslab.hi; k++)
 		if (a->procs[k].key && a->procs[k].state == P_WAITING)
-			w[n++] = (struct waiting){ .p = &a->procs[k] };
+			w[n++] = (struct waiting){.p = &a->procs[k]};
 	if (n == 0)
 		return;
 	qsort(w, n, sizeof(*w), by_name);
@@ -452,7 +452,7 @@ static void place_waiting(struct wc_account *a)
 		for (j = i; j < n && strcmp(w[j].p->name, w[i].p->name) == 0;
 		     j++)
 			sum += wall_of(w[j].p);
-		w[runs++] = (struct waiting){ .p = w[i].p, .wall_ns = sum };
+		w[runs++] = (struct waiting){.p = w[i].p, .wall_ns = sum};
 	}
 	/* ...rank the names, and admit as many as there are slots. */
 	qsort(w, runs, sizeof(*w), by_wall_desc);

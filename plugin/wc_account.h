@@ -52,15 +52,14 @@ struct wc_group_view {
 struct wc_account_stats {
 	uint64_t threads_lost;	    /* vanished without a final record */
 	uint64_t threads_untracked; /* table full: their time is not counted */
-	uint64_t regressions;	    /* a record behind the last: see forward() */
-	uint32_t threads;	    /* threads tracked now */
-	uint32_t processes;	    /* processes tracked now */
-	uint32_t groups;	    /* groups dispatched */
-	uint32_t waiting;	    /* processes in "other" for want of a slot */
+	uint64_t regressions; /* a record behind the last: see forward() */
+	uint32_t threads;     /* threads tracked now */
+	uint32_t processes;   /* processes tracked now */
+	uint32_t groups;      /* groups dispatched */
+	uint32_t waiting;     /* processes in "other" for want of a slot */
 };
 
-int wc_account_new(const struct wc_account_opts *opts,
-		   struct wc_account **out);
+int wc_account_new(const struct wc_account_opts *opts, struct wc_account **out);
 void wc_account_free(struct wc_account *a);
 
 void wc_account_begin(struct wc_account *a);
@@ -68,9 +67,7 @@ void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
 void wc_account_end(struct wc_account *a);
 
 typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);
-void wc_account_foreach(const struct wc_account *a, wc_group_fn fn,
-			void *arg);
-void wc_account_stats(const struct wc_account *a,
-		      struct wc_account_stats *out);
+void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg);
+void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out);
 
 #endif /* WC_ACCOUNT_H */

@@ -33,6 +33,8 @@ struct wc_collector {
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	unsigned int nperf;
 	struct ring_buffer *exit_ring;
+	unsigned long ring_bytes;
+	unsigned long ring_drained; /* bytes the last poll found in the ring */
 	int ncpus_possible;
 	/* valid during a poll only */
 	wc_rec_fn fn;
@@ -68,7 +70,7 @@ static int check_caps(char *err, size_t errlen)
 		      has_cap(d, CAP_BPF) ? " CAP_BPF" : "",
 		      has_cap(d, CAP_PERFMON) ? " CAP_PERFMON" : "",
 		      has_cap(d, CAP_BPF) || has_cap(d, CAP_PERFMON) ? " only"
-								      : " none");
+								     : " none");
 }
 
 static int check_btf(char *err, size_t errlen)
@@ -78,7 +80,8 @@ static int check_btf(char *err, size_t errlen)
 	return wc_err(err, errlen,
 		      "the kernel has no BTF (/sys/kernel/btf/vmlinux: %s): "
 		      "wallclock needs a kernel built with "
-		      "CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+		      "CONFIG_DEBUG_INFO_BTF=y",
+		      strerror(errno));
 }
 
 static unsigned int round_pow2(unsigned long v)
@@ -103,6 +106,7 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->skel->rodata->include_kthreads = o->kthreads;
 	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
 	bytes = round_pow2(bytes < 4096 ? 4096 : bytes);
+	c->ring_bytes = bytes;
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
 	if (rc)
 		return wc_err(err, errlen, "sizing the exit ring failed: %s",
@@ -135,8 +139,7 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 		c->sched_links[i] = bpf_program__attach(progs[i]);
 		if (!c->sched_links[i]) {
 			c->sched_links[i] = NULL;
-			return wc_err(err, errlen,
-				      "attaching %s failed: %s",
+			return wc_err(err, errlen, "attaching %s failed: %s",
 				      bpf_program__section_name(progs[i]),
 				      strerror(errno));
 		}
@@ -217,8 +220,8 @@ static int attach_sampler(struct wc_collector *c, unsigned int hz, char *err,
 			      "cannot read /sys/devices/system/cpu/online");
 	}
 	fclose(f);
-	c->perf_links = calloc((size_t)c->ncpus_possible,
-			       sizeof(*c->perf_links));
+	c->perf_links =
+		calloc((size_t)c->ncpus_possible, sizeof(*c->perf_links));
 	if (!c->perf_links)
 		return wc_err(err, errlen, "out of memory");
 	for (tok = strtok_r(list, ",\n", &save); tok;
@@ -238,6 +241,8 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 {
 	struct wc_collector *c = ctx;
 
+	/* a ring record is its 8-byte header plus the data, 8-aligned */
+	c->ring_drained += 8 + ((size + 7) & ~7UL);
 	if (size >= REC_BYTES)
 		c->fn(c->arg, data);
 	return 0;
@@ -325,6 +330,7 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	/* Live threads first: a thread dying meanwhile then has its final
 	 * record after its last live one, never before. */
 	rc = run_iterator(c, err, errlen);
+	c->ring_drained = 0;
 	if (ring_buffer__consume(c->exit_ring) < 0 && rc == 0)
 		rc = wc_err(err, errlen, "draining the exit ring: %s",
 			    strerror(errno));
@@ -350,6 +356,11 @@ void wc_collector_counters(const struct wc_collector *c,
 			for (k = 0; k < WC_CNT_NR; k++)
 				sum->v[k] += per_cpu[cpu].v[k];
 	free(per_cpu);
+}
+
+double wc_collector_exit_ring_fill(const struct wc_collector *c)
+{
+	return c->ring_bytes ? (double)c->ring_drained / c->ring_bytes : 0;
 }
 
 unsigned int wc_collector_ncpus(const struct wc_collector *c)

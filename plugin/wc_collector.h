@@ -40,6 +40,10 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 void wc_collector_counters(const struct wc_collector *c,
 			   struct wc_counters *sum);
 
+/* How full the exit ring was when the last poll drained it (0..1): near 1
+ * means exits are about to be dropped (raise ExitBufferKiB). */
+double wc_collector_exit_ring_fill(const struct wc_collector *c);
+
 /* Number of CPUs sampled. */
 unsigned int wc_collector_ncpus(const struct wc_collector *c);
 

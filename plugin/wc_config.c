@@ -109,8 +109,9 @@ static int get_string(const char *key, const struct wc_cval *v, size_t max,
 	if (v->s[0] == '\0')
 		return wc_err(err, errlen, "%s \"\": must not be empty", key);
 	if (strlen(v->s) >= max)
-		return wc_err(err, errlen, "%s \"%.40s...\": longer than %zu bytes",
-			      key, v->s, max - 1);
+		return wc_err(err, errlen,
+			      "%s \"%.40s...\": longer than %zu bytes", key,
+			      v->s, max - 1);
 	return 0;
 }
 
@@ -130,15 +131,16 @@ static struct wc_selection *add_selection(struct wc_config *cfg,
 	if (strcmp(label, WC_OTHER_GROUP) == 0) {
 		wc_err(err, errlen,
 		       "%s \"%s\": the group name \"%s\" is reserved for "
-		       "unmatched processes", key, label, WC_OTHER_GROUP);
+		       "unmatched processes",
+		       key, label, WC_OTHER_GROUP);
 		return NULL;
 	}
 	wc_name_sanitize(label, strlen(label), name, sizeof(name));
 	for (i = 0; i < cfg->nsel; i++) {
 		if (strcmp(cfg->sel[i].label, name) == 0) {
 			wc_err(err, errlen,
-			       "%s \"%s\": group \"%s\" is already defined", key,
-			       label, name);
+			       "%s \"%s\": group \"%s\" is already defined",
+			       key, label, name);
 			return NULL;
 		}
 	}
@@ -180,9 +182,10 @@ static int set_process_match(struct wc_config *cfg, const char *key,
 	int rc;
 
 	if (nvals != 2)
-		return wc_err(err, errlen,
-			      "%s takes a group name and a regex, got %d values",
-			      key, nvals);
+		return wc_err(
+			err, errlen,
+			"%s takes a group name and a regex, got %d values", key,
+			nvals);
 	if (get_string(key, &vals[0], WC_NAME_MAX, err, errlen) ||
 	    get_string(key, &vals[1], 4096, err, errlen))
 		return -1;
@@ -280,11 +283,13 @@ static int check_spool_dir(const char *path, char *err, size_t errlen)
 		if (S_ISLNK(st.st_mode))
 			return wc_err(err, errlen,
 				      "SpoolDir \"%s\": is a symbolic link; "
-				      "name the real directory", path);
+				      "name the real directory",
+				      path);
 		if (!S_ISDIR(st.st_mode))
 			return wc_err(err, errlen,
 				      "SpoolDir \"%s\": exists and is not a "
-				      "directory", path);
+				      "directory",
+				      path);
 		if (st.st_mode & (S_IWGRP | S_IWOTH))
 			return wc_err(err, errlen,
 				      "SpoolDir \"%s\": is writable by other "
@@ -305,7 +310,8 @@ static int check_spool_dir(const char *path, char *err, size_t errlen)
 	if (stat(dirname(parent), &st) != 0 || !S_ISDIR(st.st_mode))
 		return wc_err(err, errlen,
 			      "SpoolDir \"%s\": its parent directory does not "
-			      "exist", path);
+			      "exist",
+			      path);
 	return 0;
 }
 

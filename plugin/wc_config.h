@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define WC_NAME_MAX 64	     /* group names, with the NUL */
+#define WC_NAME_MAX 64 /* group names, with the NUL */
 #define WC_MAX_SELECTIONS 256
 
 #define WC_HZ_MIN 1
@@ -42,7 +42,7 @@ struct wc_selection {
 	char label[WC_NAME_MAX]; /* sanitised group name */
 	char comm[WC_NAME_MAX];	 /* Process: the name to match */
 	bool is_regex;
-	regex_t re;		 /* ProcessMatch: over the command line */
+	regex_t re; /* ProcessMatch: over the command line */
 };
 
 struct wc_config {

@@ -85,6 +85,11 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 	wc_collector_counters(e->collector, &out->bpf);
 	wc_account_stats(e->account, &out->acct);
 	out->read_ns = e->read_ns;
+	out->exit_ring_fill = wc_collector_exit_ring_fill(e->collector);
+	out->table_fill = (double)(out->acct.threads > out->acct.processes
+					   ? out->acct.threads
+					   : out->acct.processes) /
+			  e->cfg->max_threads;
 	out->ncpus = wc_collector_ncpus(e->collector);
 }
 

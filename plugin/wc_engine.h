@@ -19,10 +19,12 @@
 struct wc_engine;
 
 struct wc_self_stats {
-	struct wc_counters bpf;	     /* cumulative */
+	struct wc_counters bpf; /* cumulative */
 	struct wc_account_stats acct;
-	uint64_t read_ns;	     /* how long the last read took */
-	unsigned int ncpus;	     /* CPUs sampled */
+	uint64_t read_ns;      /* how long the last read took */
+	double exit_ring_fill; /* 0..1, when the last read drained it */
+	double table_fill;     /* 0..1: tracked threads / MaxThreads */
+	unsigned int ncpus;    /* CPUs sampled */
 };
 
 /* Loads and attaches, then takes the baseline: what threads do from here

@@ -38,12 +38,15 @@ run() {
 
 # Unit tests through automake (so `make check` stays the developer's entry
 # point); their per-case lines are in the logs it writes.
-( cd "$BUILD" && make -s -j"$(nproc)" check >/dev/null 2>&1 )
+( cd "$BUILD" && make -s -j"$(nproc)" check >"$BUILD/make-check.out" 2>&1 )
+make_check=$?
+before=$failed
 for t in "$BUILD"/tests/unit/test_*.log; do
 	run "unit $(basename "$t" .log)" cat "$t"
 done
-if ! ( cd "$BUILD" && make -s check >/dev/null 2>&1 ); then
-	echo "FAIL: make check" | tee -a "$LOG"
+if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
+	tail -20 "$BUILD/make-check.out"
+	echo "FAIL: make check: exited with status $make_check" | tee -a "$LOG"
 	failed=$((failed + 1))
 fi
 

@@ -123,8 +123,8 @@ static int run_workload(struct wc_engine *e, const char *name,
 		_exit(127);
 	}
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		struct timespec ts = { read_ms / 1000,
-				       (read_ms % 1000) * 1000000L };
+		struct timespec ts = {read_ms / 1000,
+				      (read_ms % 1000) * 1000000L};
 
 		nanosleep(&ts, NULL);
 		if (wc_engine_read(e, err, sizeof(err)))
@@ -160,94 +160,94 @@ static int read_report(const char *path, struct report *r)
 	return 0;
 }
 
-#define NEED_ROOT()                                                        \
-	do {                                                               \
-		if (skip_reason[0])                                        \
-			SKIP(skip_reason);                                 \
+#define NEED_ROOT()                        \
+	do {                               \
+		if (skip_reason[0])        \
+			SKIP(skip_reason); \
 	} while (0)
 
-/* A whole process's life, from before it starts to after it is reaped:
- * every thread's time, including the final stretch reported at exit. */
-static void test_lifetime_matches_kernel(void)
+/* What one profiled run of the workload left behind. */
+struct outcome {
+	struct group_set groups;
+	struct wc_self_stats self;
+	struct report report;
+};
+
+/* Profile the workload under `name` from before it starts until after it
+ * is reaped, reading every read_ms meanwhile. */
+static bool profile(const char *name, const char *const *args, long read_ms,
+		    struct outcome *o)
 {
-	static const char *const args[] = { "--spin", "3", "--sleep", "1",
-					    "--seconds", "3", NULL };
 	struct wc_config cfg;
 	struct wc_engine *e;
-	struct group_set s;
-	struct wc_self_stats self;
-	const struct wc_group_view *g;
-	struct report r;
 	char rep[PATH_MAX];
+	bool ok;
 
-	NEED_ROOT();
+	memset(o, 0, sizeof(*o));
 	e = open_engine(&cfg, false);
-	CHECK(e != NULL);
 	if (!e)
-		return;
-	snprintf(rep, sizeof(rep), "%s/life.report", bin_dir);
-	CHECK(run_workload(e, "wce_life", args, rep, 200) == 0);
-	CHECK(read_report(rep, &r) == 0);
-	groups_of(e, &s);
-	g = find(&s, "wce_life");
-	CHECK(g != NULL);
-	if (g)
-		printf("# wce_life: on %.4f runq %.4f sleep %.4f blocked %.4f "
-		       "steal %.4f s; kernel on %.4f runq %.4f wall %.4f s\n",
-		       g->time_ns[0] / 1e9, g->time_ns[1] / 1e9,
-		       g->time_ns[2] / 1e9, g->time_ns[3] / 1e9,
-		       g->time_ns[4] / 1e9, r.on_ns / 1e9, r.runq_ns / 1e9,
-		       r.wall_ns / 1e9);
-	if (g) {
-		/* each thread read its schedstat a moment before it ended */
-		CHECK_NEAR(g->time_ns[WC_T_ONCPU], r.on_ns, 0.01);
-		CHECK_NEAR(g->time_ns[WC_T_RUNQ], r.runq_ns, 0.03);
-		CHECK_NEAR(wall_of(g), r.wall_ns, 0.01);
-		CHECK_NEAR(g->samples, g->time_ns[WC_T_ONCPU] / 1e9 * 99, 0.10);
-		CHECK(g->threads == 0);
-	}
-	wc_engine_self(e, &self);
-	CHECK(self.acct.threads_lost == 0);
-	CHECK(self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
-	CHECK(self.bpf.v[WC_CNT_EXITS] >= 5);
+		return false;
+	snprintf(rep, sizeof(rep), "%s/%s.report", bin_dir, name);
+	ok = run_workload(e, name, args, rep, read_ms) == 0;
+	read_report(rep, &o->report); /* none after an exec */
+	groups_of(e, &o->groups);
+	wc_engine_self(e, &o->self);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
+	return ok;
+}
+
+/* A whole process's life: every thread's time, including the final
+ * stretch reported at exit. */
+static void test_lifetime_matches_kernel(void)
+{
+	static const char *const args[] = {"--spin",	"3", "--sleep", "1",
+					   "--seconds", "3", NULL};
+	static struct outcome o;
+	const struct report *r = &o.report;
+	const struct wc_group_view *g;
+
+	NEED_ROOT();
+	CHECK(profile("wce_life", args, 200, &o));
+	g = find(&o.groups, "wce_life");
+	CHECK(g != NULL && r->threads == 5);
+	if (!g)
+		return;
+	printf("# wce_life: on %.4f runq %.4f sleep %.4f blocked %.4f "
+	       "steal %.4f s; kernel on %.4f runq %.4f wall %.4f s\n",
+	       g->time_ns[0] / 1e9, g->time_ns[1] / 1e9, g->time_ns[2] / 1e9,
+	       g->time_ns[3] / 1e9, g->time_ns[4] / 1e9, r->on_ns / 1e9,
+	       r->runq_ns / 1e9, r->wall_ns / 1e9);
+	/* each thread read its schedstat a moment before it ended */
+	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
+	CHECK_NEAR(g->time_ns[WC_T_RUNQ], r->runq_ns, 0.03);
+	CHECK_NEAR(wall_of(g), r->wall_ns, 0.01);
+	CHECK_NEAR(g->samples, g->time_ns[WC_T_ONCPU] / 1e9 * 99, 0.10);
+	CHECK(g->threads == 0);
+	CHECK(o.self.acct.threads_lost == 0);
+	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
+	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 5);
 }
 
 /* Threads that live a couple of milliseconds each: only their final
  * records carry them, and none may be lost. */
 static void test_short_lived_threads(void)
 {
-	static const char *const args[] = { "--churn", "300", "--churn-us",
-					    "2000", "--seconds", "3", NULL };
-	struct wc_config cfg;
-	struct wc_engine *e;
-	struct group_set s;
-	struct wc_self_stats self;
+	static const char *const args[] = {
+		"--churn", "300", "--churn-us", "2000", "--seconds", "3", NULL};
+	static struct outcome o;
 	const struct wc_group_view *g;
-	struct report r;
-	char rep[PATH_MAX];
 
 	NEED_ROOT();
-	e = open_engine(&cfg, false);
-	CHECK(e != NULL);
-	if (!e)
-		return;
-	snprintf(rep, sizeof(rep), "%s/churn.report", bin_dir);
-	CHECK(run_workload(e, "wce_churn", args, rep, 200) == 0);
-	CHECK(read_report(rep, &r) == 0);
-	groups_of(e, &s);
-	g = find(&s, "wce_churn");
+	CHECK(profile("wce_churn", args, 200, &o));
+	g = find(&o.groups, "wce_churn");
 	CHECK(g != NULL);
 	if (g)
-		CHECK_NEAR(g->time_ns[WC_T_ONCPU], r.rusage_ns, 0.03);
-	wc_engine_self(e, &self);
-	CHECK(self.bpf.v[WC_CNT_EXITS] >= 300);
-	CHECK(self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
-	CHECK(self.acct.threads_lost == 0);
-	CHECK(self.acct.regressions == 0);
-	wc_engine_close(e);
-	wc_config_free(&cfg);
+		CHECK_NEAR(g->time_ns[WC_T_ONCPU], o.report.rusage_ns, 0.03);
+	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 300);
+	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
+	CHECK(o.self.acct.threads_lost == 0);
+	CHECK(o.self.acct.regressions == 0);
 }
 
 /* exec from a thread that is not the leader: the kernel gives it the
@@ -255,48 +255,31 @@ static void test_short_lived_threads(void)
 static void test_exec_from_thread(void)
 {
 	static char execd[PATH_MAX];
-	const char *const args[] = { "--exec-thread", execd, "--spin", "1",
-				     "--seconds", "2", NULL };
-	struct wc_config cfg;
-	struct wc_engine *e;
-	struct group_set s;
-	struct wc_self_stats self;
+	const char *const args[] = {"--exec-thread", execd, "--spin", "1",
+				    "--seconds",     "2",   NULL};
+	static struct outcome o;
 	const struct wc_group_view *before, *after;
-	char rep[PATH_MAX];
-	uint64_t total;
 
 	NEED_ROOT();
-	e = open_engine(&cfg, false);
-	CHECK(e != NULL);
-	if (!e)
-		return;
-	snprintf(rep, sizeof(rep), "%s/exec.report", bin_dir);
 	snprintf(execd, sizeof(execd), "%s/wce_execd", bin_dir);
 	CHECK(symlink("/bin/sleep", execd) == 0 || errno == EEXIST);
 	/* after one second the process becomes "wce_execd 2" (sleep) */
-	CHECK(run_workload(e, "wce_exec", args, rep, 1000) == 0);
-	groups_of(e, &s);
-	before = find(&s, "wce_exec");
-	after = find(&s, "wce_execd");
-
+	CHECK(profile("wce_exec", args, 1000, &o));
+	before = find(&o.groups, "wce_exec");
+	after = find(&o.groups, "wce_execd");
 	CHECK(before != NULL && after != NULL);
-	if (before && after) {
-		/* three threads for 1 s, then one for 2 s: 5 s; counting
-		 * the exec'ing thread twice would give 6 s */
-		total = wall_of(before) + wall_of(after);
-		CHECK_NEAR(total, 5.0e9, 0.08);
-	}
-	wc_engine_self(e, &self);
-	CHECK(self.acct.threads_lost == 0);
-	wc_engine_close(e);
-	wc_config_free(&cfg);
+	/* three threads for 1 s, then one for 2 s: 5 s; counting the
+	 * exec'ing thread twice would give 6 s */
+	if (before && after)
+		CHECK_NEAR(wall_of(before) + wall_of(after), 5.0e9, 0.08);
+	CHECK(o.self.acct.threads_lost == 0);
 }
 
 static bool is_kthread_group(const char *name)
 {
-	static const char *const known[] = { "kworker", "ksoftirqd",
-					     "migration", "rcu_preempt",
-					     "kthreadd", "cpuhp" };
+	static const char *const known[] = {"kworker",	 "ksoftirqd",
+					    "migration", "rcu_preempt",
+					    "kthreadd",	 "cpuhp"};
 	size_t i;
 
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -340,8 +323,8 @@ static void test_kernel_threads_option(void)
  * (all PID 0) never become a process.  The total cannot exceed one sample
  * per period per CPU (late ticks are credited, never invented).  It can
  * fall short: on these VMs an idle vCPU's timer may not fire for seconds
- * (perf's own cpu-clock sampler loses the same ticks), hence the loose
- * lower bound.
+ * (perf's own cpu-clock sampler loses the same ticks): the lower bound is
+ * one CPU's worth, which the CPU keeping time always delivers.
  */
 static void test_idle_is_not_a_process(void)
 {
@@ -375,7 +358,7 @@ static void test_idle_is_not_a_process(void)
 		       a.bpf.v[WC_CNT_SAMPLES_LOST]);
 	printf("# %.0f samples of at most %.0f\n", got, most);
 	CHECK(got <= most * 1.02);
-	CHECK(got >= most * 0.5);
+	CHECK(got >= 0.8 * secs * 99);
 	CHECK(b.bpf.v[WC_CNT_IDLE_SAMPLES] > a.bpf.v[WC_CNT_IDLE_SAMPLES]);
 	groups_of(e, &s);
 	for (i = 0; i < s.n; i++)

@@ -49,7 +49,7 @@ static struct {
 	const char *name;
 	const char *report;
 	const char *exec_thread; /* a program taking seconds, like sleep */
-} opt = { .seconds = 10, .dir = "/var/tmp", .churn_us = 1000 };
+} opt = {.seconds = 10, .dir = "/var/tmp", .churn_us = 1000};
 
 static uint64_t deadline_ns;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

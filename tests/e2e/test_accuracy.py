@@ -54,6 +54,14 @@ with Env("accuracy") as env:
         return ss.rows[pids[group]][0][0]
 
     worst = {}
+
+    def compare(key, what, got, want):
+        """One window's value against the truth, keeping the worst error."""
+        worst[key] = max(worst.get(key, 0), abs(pct(got, want)))
+        case(what, near(got, want, TOL),
+             f"plugin {got:.0f} us, truth {want:.0f} us "
+             f"({pct(got, want):+.2f}%)")
+
     for group, nthreads in (("wcw_spin", 4), ("wcw_sleep", 2),
                             ("wcw_disk", 2)):
         s = series(group)
@@ -70,28 +78,17 @@ with Env("accuracy") as env:
             wall_us = (t1 - t0) * 1e6
             k_on, k_rq = (k1[0] - k0[0]) / 1e3, (k1[1] - k0[1]) / 1e3
             tag = f"{group} [{t0 - end + SECONDS:.1f}s,+{t1 - t0:.1f}s]"
+            # too little to compare in relative terms is not compared
             if k_on > 0.05 * wall_us:
-                worst[f"{group} oncpu"] = max(worst.get(f"{group} oncpu", 0),
-                                              abs(pct(on[0], k_on)))
-                case(f"{tag} on-CPU within 3% of schedstat",
-                     near(on[0], k_on, TOL),
-                     f"plugin {on[0]:.0f} us, kernel {k_on:.0f} us "
-                     f"({pct(on[0], k_on):+.2f}%)")
+                compare(f"{group} oncpu",
+                        f"{tag} on-CPU within 3% of schedstat", on[0], k_on)
             if k_rq > 0.05 * wall_us:
-                worst[f"{group} runq"] = max(worst.get(f"{group} runq", 0),
-                                             abs(pct(rq[0], k_rq)))
-                case(f"{tag} run-queue within 3% of schedstat",
-                     near(rq[0], k_rq, TOL),
-                     f"plugin {rq[0]:.0f} us, kernel {k_rq:.0f} us "
-                     f"({pct(rq[0], k_rq):+.2f}%)")
-            total = on[0] + off[0]
-            worst[f"{group} on+off"] = max(worst.get(f"{group} on+off", 0),
-                                           abs(pct(total,
-                                                   nthreads * wall_us)))
-            case(f"{tag} on+off within 3% of {nthreads} threads x wall",
-                 near(total, nthreads * wall_us, TOL),
-                 f"{total:.0f} us vs {nthreads * wall_us:.0f} us "
-                 f"({pct(total, nthreads * wall_us):+.2f}%)")
+                compare(f"{group} runq",
+                        f"{tag} run-queue within 3% of schedstat", rq[0],
+                        k_rq)
+            compare(f"{group} on+off",
+                    f"{tag} on+off within 3% of {nthreads} threads x wall",
+                    on[0] + off[0], nthreads * wall_us)
         t0, t1 = wins[-1]
         on = counter_window(s["oncpu"], t0, t1)[0]
         if group == "wcw_spin":

@@ -17,6 +17,17 @@ EXPECTED = {"wc_switch", "wc_wakeup", "wc_wakeup_new", "wc_sample",
             "wc_iter"}
 ROUNDS = 3
 
+# The README's table of self metrics, as type-instance.
+SELF_METRICS = [
+    "derive-samples", "derive-samples_late", "derive-idle_samples",
+    "derive-samples_lost", "derive-storage_failed", "derive-exits",
+    "derive-exits_dropped", "derive-threads_lost", "derive-threads_untracked",
+    "derive-torn_reads", "derive-switches_missed", "derive-read_errors",
+    "gauge-threads", "gauge-processes", "gauge-groups",
+    "gauge-processes_waiting", "gauge-cpus", "percent-exit_ring_fill",
+    "percent-table_fill", "duration-read",
+]
+
 require_built()
 with Env("lifecycle") as env:
     w = env.workload("wcw_life", "--sleep", "1", "--sleep-ms", "20",
@@ -34,6 +45,16 @@ with Env("lifecycle") as env:
         case(f"{tag}: self metrics flow",
              len(cd.csv("", "derive", "samples")) >= 3,
              f"{cd.csv('', 'derive', 'samples')}")
+        if rnd == 1:
+            missing = [m for m in SELF_METRICS
+                       if not cd.csv("", *m.split("-", 1))]
+            case("every documented self metric is dispatched", not missing,
+                 f"missing {missing}")
+            fills = [cd.csv("", "percent", k)[-1][1]
+                     for k in ("exit_ring_fill", "table_fill")]
+            case("fill levels are percentages, the thread table's above 0",
+                 all(0 <= f <= 100 for f in fills) and fills[1] > 0,
+                 f"{fills}")
         progs, links = bpf_fd_ids(cd.pid)
         names = {p["id"]: p["name"] for p in bpftool_list("prog")
                  if p["id"] in progs}

@@ -35,8 +35,7 @@ static void fix_config(struct fix *f)
 }
 
 /* After fix_config and any selections; on failure, frees the config. */
-static bool fix_start(struct fix *f, uint32_t max_threads,
-		      uint32_t max_groups)
+static bool fix_start(struct fix *f, uint32_t max_threads, uint32_t max_groups)
 {
 	struct wc_account_opts o = {
 		.max_threads = max_threads,
@@ -69,8 +68,8 @@ static void add_selection(struct fix *f, const char *key, const char *label,
 			  const char *re)
 {
 	struct wc_cval v[2] = {
-		{ .type = WC_CVAL_STRING, .s = label },
-		{ .type = WC_CVAL_STRING, .s = re },
+		{.type = WC_CVAL_STRING, .s = label},
+		{.type = WC_CVAL_STRING, .s = re},
 	};
 	char err[256];
 
@@ -122,10 +121,10 @@ static void read_recs(struct fix *f, const struct wc_task_rec *r, size_t n)
 	wc_account_end(f->a);
 }
 
-#define READ(f, ...)                                                       \
-	do {                                                               \
-		const struct wc_task_rec r_[] = { __VA_ARGS__ };           \
-		read_recs(f, r_, NVALS(r_));                               \
+#define READ(f, ...)                                           \
+	do {                                                   \
+		const struct wc_task_rec r_[] = {__VA_ARGS__}; \
+		read_recs(f, r_, NVALS(r_));                   \
 	} while (0)
 
 static void read_empty(struct fix *f, int times)
@@ -196,8 +195,8 @@ static void expect_group(int line, const struct fix *f, const char *name,
 		return;
 	check_cur_failed = 1;
 	if (!v) {
-		printf("  %s:%d: group \"%s\" not dispatched\n", __FILE__,
-		       line, name);
+		printf("  %s:%d: group \"%s\" not dispatched\n", __FILE__, line,
+		       name);
 		return;
 	}
 	printf("  %s:%d: group \"%s\": time", __FILE__, line, name);
@@ -483,8 +482,8 @@ static void test_table_bound_processes(void)
  */
 static void test_churn(void)
 {
-	static const char *const names[] = { "a", "b", "c", "d", "e" };
-	uint64_t want[5] = { 0 };
+	static const char *const names[] = {"a", "b", "c", "d", "e"};
+	uint64_t want[5] = {0};
 	struct wc_task_rec r[200];
 	uint32_t read, i, max_threads = 0;
 	struct fix f;
@@ -526,8 +525,7 @@ static const struct {
 	const char *comm;
 	uint64_t rate;
 } busy[] = {
-	{ "awk", 10 }, { "bash", 30 }, { "cron", 20 },
-	{ "java", 40 }, { "mysql", 50 },
+	{"awk", 10}, {"bash", 30}, {"cron", 20}, {"java", 40}, {"mysql", 50},
 };
 
 /* Read `read` of the MaxGroups story: each process's cumulative base is
@@ -542,9 +540,9 @@ static void busy_read(struct fix *f, uint64_t read)
 
 		if (slotted && read > 2)
 			continue;
-		r[n++] = solo((uint32_t)i + 1, busy[i].comm,
-			      busy[i].rate * read,
-			      slotted && read == 2 ? WC_REC_EXITED : 0);
+		r[n++] =
+			solo((uint32_t)i + 1, busy[i].comm, busy[i].rate * read,
+			     slotted && read == 2 ? WC_REC_EXITED : 0);
 	}
 	read_recs(f, r, n);
 }

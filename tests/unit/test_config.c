@@ -18,21 +18,21 @@ static char err[512];
 
 static struct wc_cval str_v(const char *s)
 {
-	return (struct wc_cval){ .type = WC_CVAL_STRING, .s = s };
+	return (struct wc_cval){.type = WC_CVAL_STRING, .s = s};
 }
 
 static struct wc_cval num_v(double n)
 {
-	return (struct wc_cval){ .type = WC_CVAL_NUMBER, .n = n };
+	return (struct wc_cval){.type = WC_CVAL_NUMBER, .n = n};
 }
 
 static struct wc_cval bool_v(bool b)
 {
-	return (struct wc_cval){ .type = WC_CVAL_BOOL, .b = b };
+	return (struct wc_cval){.type = WC_CVAL_BOOL, .b = b};
 }
 
-static int set(struct wc_config *c, const char *key,
-	       const struct wc_cval *v, int n)
+static int set(struct wc_config *c, const char *key, const struct wc_cval *v,
+	       int n)
 {
 	strcpy(err, "(untouched)");
 	return wc_config_set(c, key, v, n, err, sizeof(err));
@@ -94,10 +94,10 @@ static void refused_at(int line, struct wc_config *c, const char *key,
 
 #define NVALS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 /* BAD(config or NULL, key, needle, values...) */
-#define BAD(c, key, needle, ...)                                           \
-	do {                                                               \
-		const struct wc_cval v_[] = { __VA_ARGS__ };               \
-		refused_at(__LINE__, c, key, v_, NVALS(v_), needle);       \
+#define BAD(c, key, needle, ...)                                     \
+	do {                                                         \
+		const struct wc_cval v_[] = {__VA_ARGS__};           \
+		refused_at(__LINE__, c, key, v_, NVALS(v_), needle); \
 	} while (0)
 #define BAD_NONE(key) refused_at(__LINE__, NULL, key, NULL, 0, "got 0")
 
@@ -129,12 +129,11 @@ static const struct uint_opt {
 	unsigned int lo, hi;
 	size_t off;
 } uint_opts[] = {
-	{ "SampleFrequency", 1, 1000, offsetof(struct wc_config, sample_hz) },
-	{ "MaxGroups", 1, 1000, offsetof(struct wc_config, max_groups) },
-	{ "MaxThreads", 1024, 4194304,
-	  offsetof(struct wc_config, max_threads) },
-	{ "ExitBufferKiB", 64, 262144,
-	  offsetof(struct wc_config, exit_ring_kib) },
+	{"SampleFrequency", 1, 1000, offsetof(struct wc_config, sample_hz)},
+	{"MaxGroups", 1, 1000, offsetof(struct wc_config, max_groups)},
+	{"MaxThreads", 1024, 4194304, offsetof(struct wc_config, max_threads)},
+	{"ExitBufferKiB", 64, 262144,
+	 offsetof(struct wc_config, exit_ring_kib)},
 };
 
 static unsigned int get_field(const struct wc_config *c, size_t off)
@@ -285,8 +284,9 @@ static void test_duplicate_labels(void)
 	CHECK(set1(&c, "Process", str_v("a/b")) == 0);
 	BAD(&c, "Process", "\"a_b\"", str_v("a_b"));
 	BAD(&c, "ProcessMatch", "\"nginx\"", str_v("nginx"), str_v("x"));
-	CHECK(set(&c, "ProcessMatch", (const struct wc_cval[]){
-			  str_v("web"), str_v("httpd") }, 2) == 0);
+	CHECK(set(&c, "ProcessMatch",
+		  (const struct wc_cval[]){str_v("web"), str_v("httpd")},
+		  2) == 0);
 	BAD(&c, "Process", "\"web\"", str_v("web"));
 	BAD(&c, "ProcessMatch", "\"a;b\"", str_v("a;b"), str_v("y"));
 	CHECK(c.nsel == 3);
@@ -314,7 +314,7 @@ static void test_too_many_selections(void)
 static void test_process_match(void)
 {
 	struct wc_config c;
-	const struct wc_cval ok[] = { str_v("jvm"), str_v("^java .*-jar") };
+	const struct wc_cval ok[] = {str_v("jvm"), str_v("^java .*-jar")};
 
 	wc_config_init(&c);
 	CHECK(set(&c, "ProcessMatch", ok, 2) == 0);
@@ -327,8 +327,7 @@ static void test_process_match(void)
 	}
 	wc_config_free(&c);
 	BAD(NULL, "ProcessMatch", "got 1", str_v("jvm"));
-	BAD(NULL, "ProcessMatch", "got 3", str_v("a"), str_v("b"),
-	    str_v("c"));
+	BAD(NULL, "ProcessMatch", "got 3", str_v("a"), str_v("b"), str_v("c"));
 	refused_at(__LINE__, NULL, "ProcessMatch", NULL, 0, "got 0");
 	BAD(NULL, "ProcessMatch", "\"(\"", str_v("x"), str_v("("));
 	CHECK_STR_HAS(err, "bad regex");
@@ -345,8 +344,10 @@ static void test_unmatched(void)
 		const char *value;
 		bool other;
 	} accepted[] = {
-		{ "other", true }, { "drop", false },
-		{ "DROP", false }, { "Other", true },
+		{"other", true},
+		{"drop", false},
+		{"DROP", false},
+		{"Other", true},
 	};
 	struct wc_config c;
 	size_t i;
@@ -505,7 +506,7 @@ static void test_finish_symlink(void)
 
 static void test_finish_writable_by_others(void)
 {
-	static const mode_t modes[] = { 0770, 0777, 0720, 0702, 01777 };
+	static const mode_t modes[] = {0770, 0777, 0720, 0702, 01777};
 	char needle[32];
 	size_t i;
 

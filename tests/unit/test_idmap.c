@@ -173,7 +173,7 @@ static void model_del(struct model *md, uint32_t i)
 static void churn(uint32_t max_entries, uint32_t nkeys, long ops,
 		  long sweep_every, uint64_t seed)
 {
-	struct model md = { .nkeys = nkeys, .ok = true };
+	struct model md = {.nkeys = nkeys, .ok = true};
 	uint32_t i;
 	long op;
 	int j;

@@ -62,7 +62,9 @@ static void test_unsafe_bytes_replaced(void)
 	SAN("a b", "a_b");
 	SAN("a\nb", "a_b");
 	SAN("a\tb\rc", "a_b_c");
-	SAN("a\x01" "b\x7f", "a_b_");
+	SAN("a\x01"
+	    "b\x7f",
+	    "a_b_");
 	SAN("caf\xc3\xa9", "caf__");
 	SAN("\x80\xff", "__");
 	SAN("../../etc/passwd", "_._.._etc_passwd");
@@ -78,7 +80,7 @@ static void test_every_byte(void)
 		bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 			    (c >= '0' && c <= '9') || c == '_' || c == '.' ||
 			    c == '-';
-		char in[4] = { 'a', (char)c, 'b', 0 }, out[8];
+		char in[4] = {'a', (char)c, 'b', 0}, out[8];
 
 		wc_name_sanitize(in, 3, out, sizeof(out));
 		if (strlen(out) != 3 || out[1] != (safe ? (char)c : '_')) {

@@ -11,7 +11,10 @@
 #include "check.h"
 #include "wc_select.h"
 
-#define ARGV(tgid, s) { tgid, s, sizeof(s) - 1 }
+#define ARGV(tgid, s)                  \
+	{                              \
+		tgid, s, sizeof(s) - 1 \
+	}
 
 /* Canned /proc/TGID/cmdline contents; any other tgid has none. */
 static const struct {
@@ -67,13 +70,13 @@ static void sel_init(struct sel *t)
 
 static struct wc_cval str_v(const char *s)
 {
-	return (struct wc_cval){ .type = WC_CVAL_STRING, .s = s };
+	return (struct wc_cval){.type = WC_CVAL_STRING, .s = s};
 }
 
 /* Process name, or with a regex, ProcessMatch name regex. */
 static void add_sel(struct sel *t, const char *name, const char *re)
 {
-	const struct wc_cval v[2] = { str_v(name), str_v(re) };
+	const struct wc_cval v[2] = {str_v(name), str_v(re)};
 	const char *key = re ? "ProcessMatch" : "Process";
 	char err[256];
 
@@ -98,7 +101,7 @@ static void sel_ready(struct sel *t)
 static enum wc_verdict pick(struct sel *t, uint32_t tgid, const char *comm,
 			    bool kthread)
 {
-	char c[16] = { 0 };
+	char c[16] = {0};
 
 	/* Exactly 16 bytes, as the record carries it. */
 	memcpy(c, comm, strnlen(comm, sizeof(c)));
@@ -116,8 +119,9 @@ static void expect(int line, struct sel *t, enum wc_verdict got,
 	if (got != want || (want == WC_SEL_EXPLICIT && t->index != index) ||
 	    (named && strcmp(t->name, name) != 0)) {
 		printf("  %s:%d: verdict %d index %zu name \"%s\", want %d "
-		       "index %zu name \"%s\"\n", __FILE__, line, got,
-		       t->index, t->name, want, index, name);
+		       "index %zu name \"%s\"\n",
+		       __FILE__, line, got, t->index, t->name, want, index,
+		       name);
 		check_cur_failed = 1;
 	}
 }
