@@ -343,12 +343,17 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	/* __schedule() has just updated this run queue's clock. */
-	__u64 now = rq_clock_of(next);
+	bool out = profiled(prev), in = profiled(next);
+	__u64 now;
 
-	if (profiled(prev))
+	/* kernel threads and idle, when not profiled, pay for nothing more */
+	if (!out && !in)
+		return 0;
+	/* __schedule() has just updated this run queue's clock. */
+	now = rq_clock_of(next);
+	if (out)
 		switch_out(prev, now, preempt, prev_state);
-	if (profiled(next))
+	if (in)
 		switch_in(next, now);
 	return 0;
 }
@@ -362,16 +367,17 @@ static __always_inline void wake(struct task_struct *p)
 
 	if (!profiled(p))
 		return;
+	t = bpf_task_storage_get(&tasks, p, 0, 0);
+	/* a wake-up of a thread already running or runnable changes nothing */
+	if (t && t->state != WC_SLEEP && t->state != WC_BLOCKED)
+		return;
 	/* The waker has enqueued p and updated p's run-queue clock: the
 	 * moment the kernel starts counting run_delay. */
 	now = rq_clock_of(p);
-	t = bpf_task_storage_get(&tasks, p, 0, 0);
 	if (!t) {
 		create(p, now, WC_RUNQ);
 		return;
 	}
-	if (t->state != WC_SLEEP && t->state != WC_BLOCKED)
-		return;
 	begin_write(t);
 	add_wait(t->time_ns, t->state, t->ckpt, now);
 	enter(t, WC_RUNQ, now, t->exec_ns);

@@ -31,6 +31,7 @@ struct wc_collector {
 	struct bpf_link *sched_links[3];
 	struct bpf_link *iter_link;
 	struct bpf_link **perf_links; /* one per sampled CPU */
+	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
 	unsigned int nperf;
 	struct ring_buffer *exit_ring;
 	unsigned long ring_bytes;
@@ -137,12 +138,10 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 
 	for (i = 0; i < 3; i++) {
 		c->sched_links[i] = bpf_program__attach(progs[i]);
-		if (!c->sched_links[i]) {
-			c->sched_links[i] = NULL;
+		if (!c->sched_links[i])
 			return wc_err(err, errlen, "attaching %s failed: %s",
 				      bpf_program__section_name(progs[i]),
 				      strerror(errno));
-		}
 	}
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
 	if (!c->iter_link)
@@ -263,6 +262,11 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		free(c);
 		return wc_err(err, errlen, "cannot count the possible CPUs");
 	}
+	c->per_cpu = calloc((size_t)c->ncpus_possible, sizeof(*c->per_cpu));
+	if (!c->per_cpu) {
+		free(c);
+		return wc_err(err, errlen, "out of memory");
+	}
 	if (load(c, o, err, errlen) || attach_sched(c, err, errlen) ||
 	    attach_sampler(c, o->sample_hz, err, errlen))
 		goto fail;
@@ -342,20 +346,16 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 void wc_collector_counters(const struct wc_collector *c,
 			   struct wc_counters *sum)
 {
-	struct wc_counters *per_cpu;
 	__u32 zero = 0;
 	int cpu, k;
 
 	memset(sum, 0, sizeof(*sum));
-	per_cpu = calloc((size_t)c->ncpus_possible, sizeof(*per_cpu));
-	if (!per_cpu)
-		return;
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.counters), &zero,
-				per_cpu) == 0)
-		for (cpu = 0; cpu < c->ncpus_possible; cpu++)
-			for (k = 0; k < WC_CNT_NR; k++)
-				sum->v[k] += per_cpu[cpu].v[k];
-	free(per_cpu);
+				c->per_cpu) != 0)
+		return;
+	for (cpu = 0; cpu < c->ncpus_possible; cpu++)
+		for (k = 0; k < WC_CNT_NR; k++)
+			sum->v[k] += c->per_cpu[cpu].v[k];
 }
 
 double wc_collector_exit_ring_fill(const struct wc_collector *c)
@@ -382,5 +382,6 @@ void wc_collector_close(struct wc_collector *c)
 	for (i = 0; i < 3; i++)
 		bpf_link__destroy(c->sched_links[i]);
 	wallclock_bpf__destroy(c->skel);
+	free(c->per_cpu);
 	free(c);
 }
