@@ -50,6 +50,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define K_TASK_WAKING 0x0200
 #define K_TASK_NOLOAD 0x0400
 #define K_PF_KTHREAD 0x00200000
+#define K_EEXIST 17
 
 #define barrier() asm volatile("" ::: "memory")
 #define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
@@ -61,6 +62,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by user space before load. */
 const volatile bool include_kthreads = false;
 const volatile __u64 sample_period_ns = 1000000000ULL / 49;
+const volatile bool stacks_enabled = false;
+const volatile __u64 min_block_ns = 1000000;
 
 struct wc_task {
 	__u64 id;
@@ -70,6 +73,12 @@ struct wc_task {
 	__u64 exec_ns; /* se.sum_exec_runtime at the checkpoint */
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;
+	/* A long wait whose user stack is still to be taken, on the thread's
+	 * way back to user space.  Written by the waker, read by the thread
+	 * itself once it runs again: the scheduler orders the two. */
+	__u64 pend_ns;
+	__u64 pend_kstack;
+	__u32 pend_kind;
 };
 
 struct {
@@ -106,6 +115,44 @@ struct {
 	__type(value, struct last_sample);
 } sample_clock SEC(".maps");
 
+/* Stacks by hash, and weights per (process, kind, stacks); user space
+ * sizes both before load and drains them at every read. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct wc_stack);
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct wc_stack_key);
+	__type(value, __u64);
+} stack_counts SEC(".maps");
+
+/* Per-CPU stack buffers, one per program that walks stacks.  The sampler
+ * (hard IRQ) and the wake-up hook (IRQs off under the run-queue lock)
+ * cannot be interrupted by another user of theirs on the same CPU; the
+ * syscall-exit hook is preemptible, so it claims its buffer with `busy`
+ * and a run that finds it taken goes without a user stack (counted). */
+struct scratch {
+	struct wc_stack k;
+	struct wc_stack u;
+	__u64 busy;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 3);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+#define SCRATCH_SAMPLE 0
+#define SCRATCH_WAKE 1
+#define SCRATCH_SYS_EXIT 2
+
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
 
@@ -121,6 +168,72 @@ static __always_inline void count_n(enum wc_counter c, __u64 n)
 static __always_inline void count(enum wc_counter c)
 {
 	count_n(c, 1);
+}
+
+/* 0 is "no stack", 1 "stack not stored" (table full): real hashes are
+ * never either. */
+#define STACK_NONE 0
+#define STACK_DROPPED 1
+
+static __always_inline __u64 hash_stack(const struct wc_stack *s)
+{
+	__u64 h = 0xcbf29ce484222325ULL ^ s->nr;
+	__u32 i;
+
+	for (i = 0; i < WC_STACK_DEPTH && i < s->nr; i++) {
+		h = (h ^ s->ip[i]) * 0x100000001b3ULL;
+		h ^= h >> 31;
+	}
+	return h > STACK_DROPPED ? h : h + 2;
+}
+
+/* Store a stack the kernel just wrote into s (len bytes, or an error) and
+ * return its hash. */
+static __always_inline __u64 save_stack(struct wc_stack *s, long len)
+{
+	__u64 h;
+	long rc;
+
+	if (len <= 0) {
+		if (len < 0)
+			count(WC_CNT_STACK_ERRORS);
+		return STACK_NONE;
+	}
+	s->nr = (__u32)(len / sizeof(__u64));
+	h = hash_stack(s);
+	rc = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+	if (rc && rc != -K_EEXIST) {
+		count(WC_CNT_STACKS_FULL);
+		return STACK_DROPPED;
+	}
+	return h;
+}
+
+static __always_inline void add_weight(__u32 tgid, __u32 kind, __u64 ustack,
+				       __u64 kstack, __u64 w)
+{
+	struct wc_stack_key k = {
+		.tgid = tgid, .kind = kind, .ustack = ustack, .kstack = kstack};
+	__u64 *v = bpf_map_lookup_elem(&stack_counts, &k);
+	long rc;
+
+	if (v) {
+		__sync_fetch_and_add(v, w);
+		return;
+	}
+	rc = bpf_map_update_elem(&stack_counts, &k, &w, BPF_NOEXIST);
+	if (rc == -K_EEXIST) {
+		v = bpf_map_lookup_elem(&stack_counts, &k);
+		if (v)
+			__sync_fetch_and_add(v, w);
+	} else if (rc) {
+		count(WC_CNT_STACK_COUNTS_FULL);
+	}
+}
+
+static __always_inline struct scratch *scratch_buf(__u32 which)
+{
+	return bpf_map_lookup_elem(&scratch, &which);
 }
 
 /* The idle tasks all have pid 0: they are not threads anyone profiles. */
@@ -265,6 +378,22 @@ static __always_inline void emit_exit(struct task_struct *task,
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
+/* Record a pending wait without its user stack: the thread died, or it
+ * blocked again elsewhere before returning to user space (a page fault,
+ * or a kernel thread, which never does). */
+static __always_inline void flush_pending(struct task_struct *task,
+					  struct wc_task *t)
+{
+	if (!t->pend_ns)
+		return;
+	add_weight(task->tgid, t->pend_kind, STACK_NONE, t->pend_kstack,
+		   t->pend_ns);
+	count(WC_CNT_OFFCPU_STACKS);
+	if (!(task->flags & K_PF_KTHREAD))
+		count(WC_CNT_OFFCPU_NO_USER);
+	t->pend_ns = 0;
+}
+
 static __always_inline void switch_out(struct task_struct *prev, __u64 now,
 				       bool preempt, unsigned int prev_state)
 {
@@ -301,8 +430,10 @@ static __always_inline void switch_out(struct task_struct *prev, __u64 now,
 		enter(t, preempt ? WC_RUNQ : state_of(prev_state), now,
 		      exec_ns);
 	end_write(t);
-	if (dead)
+	if (dead) {
+		flush_pending(prev, t);
 		emit_exit(prev, t);
+	}
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
@@ -358,12 +489,45 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	return 0;
 }
 
+/*
+ * A wait long enough to deserve a stack has just ended.  The woken thread
+ * has not run since it blocked (we hold its run-queue lock), so its kernel
+ * stack is still the one it blocked in: walk it now.  Its user stack can
+ * only be read from its own context, so the wait stays pending until the
+ * thread returns from its system call.  Waits that end the same way merge
+ * (a syscall that sleeps several times: fdatasync, poll loops).
+ */
+static __always_inline void note_wait(struct task_struct *p, struct wc_task *t,
+				      __u32 kind, __u64 wait_ns)
+{
+	struct scratch *sc = scratch_buf(SCRATCH_WAKE);
+	__u64 kh = STACK_NONE;
+	long len;
+
+	if (sc) {
+		len = bpf_get_task_stack(p, sc->k.ip, sizeof(sc->k.ip), 0);
+		kh = save_stack(&sc->k, len);
+	}
+	if (t->pend_ns && (t->pend_kstack != kh || t->pend_kind != kind))
+		flush_pending(p, t);
+	if (t->pend_ns) {
+		t->pend_ns += wait_ns;
+		return;
+	}
+	t->pend_ns = wait_ns;
+	t->pend_kstack = kh;
+	t->pend_kind = kind;
+	if (p->flags & K_PF_KTHREAD)
+		flush_pending(p, t);
+}
+
 /* From wake-up to running is run-queue wait (schedstat's run_delay counts
  * it too), so the sleep ends here, not at switch-in. */
 static __always_inline void wake(struct task_struct *p)
 {
 	struct wc_task *t;
-	__u64 now;
+	__u64 now, since;
+	__u32 st;
 
 	if (!profiled(p))
 		return;
@@ -378,10 +542,14 @@ static __always_inline void wake(struct task_struct *p)
 		create(p, now, WC_RUNQ);
 		return;
 	}
+	st = t->state;
+	since = t->ckpt;
 	begin_write(t);
-	add_wait(t->time_ns, t->state, t->ckpt, now);
+	add_wait(t->time_ns, st, since, now);
 	enter(t, WC_RUNQ, now, t->exec_ns);
 	end_write(t);
+	if (stacks_enabled && now >= since + min_block_ns)
+		note_wait(p, t, st, now - since);
 }
 
 SEC("tp_btf/sched_wakeup")
@@ -426,6 +594,26 @@ static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id)
 	return n;
 }
 
+static __always_inline void sample_stacks(struct bpf_perf_event_data *ctx,
+					  struct task_struct *task, __u64 n)
+{
+	struct scratch *sc = scratch_buf(SCRATCH_SAMPLE);
+	__u64 uh, kh;
+	long len;
+
+	if (!sc)
+		return;
+	len = bpf_get_stack(ctx, sc->k.ip, sizeof(sc->k.ip), 0);
+	kh = save_stack(&sc->k, len);
+	uh = STACK_NONE;
+	if (!(task->flags & K_PF_KTHREAD)) {
+		len = bpf_get_stack(ctx, sc->u.ip, sizeof(sc->u.ip),
+				    BPF_F_USER_STACK);
+		uh = save_stack(&sc->u, len);
+	}
+	add_weight(task->tgid, WC_ONCPU, uh, kh, n);
+}
+
 SEC("perf_event")
 int wc_sample(struct bpf_perf_event_data *ctx)
 {
@@ -447,9 +635,41 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	t->samples += n;
+	if (stacks_enabled)
+		sample_stacks(ctx, task, n);
 	count_n(WC_CNT_SAMPLES, n);
 	if (n > 1)
 		count_n(WC_CNT_SAMPLES_LATE, n - 1);
+	return 0;
+}
+
+/* On the way back to user space after a long wait: the user stack is the
+ * one the thread blocked with.  Attached only when stacks are wanted. */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(wc_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct wc_task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	struct scratch *sc;
+	__u64 uh = STACK_NONE;
+	long len;
+
+	if (!t || !t->pend_ns)
+		return 0;
+	sc = scratch_buf(SCRATCH_SYS_EXIT);
+	if (sc && __sync_lock_test_and_set(&sc->busy, 1) == 0) {
+		len = bpf_get_stack(ctx, sc->u.ip, sizeof(sc->u.ip),
+				    BPF_F_USER_STACK);
+		uh = save_stack(&sc->u, len);
+		/* only this CPU contends for it: order, not atomicity */
+		barrier();
+		WRITE_ONCE(sc->busy, 0);
+	} else {
+		count(WC_CNT_STACK_ERRORS);
+	}
+	add_weight(task->tgid, t->pend_kind, uh, t->pend_kstack, t->pend_ns);
+	count(WC_CNT_OFFCPU_STACKS);
+	t->pend_ns = 0;
 	return 0;
 }
 

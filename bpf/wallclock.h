@@ -76,7 +76,37 @@ enum wc_counter {
 	WC_CNT_EXITS_DROPPED,  /* final records lost to a full exit ring */
 	WC_CNT_TORN_READS,     /* iterator gave up on a thread being updated */
 	WC_CNT_SWITCHES_MISSED, /* switches never seen, rebuilt from sched_info */
+	WC_CNT_STACKS_FULL,	/* a new stack found the stack table full */
+	WC_CNT_STACK_COUNTS_FULL, /* a new (process, stack) found its table full */
+	WC_CNT_STACK_ERRORS,	  /* the kernel could not walk a stack */
+	WC_CNT_OFFCPU_STACKS,	  /* off-CPU waits recorded with a stack */
+	WC_CNT_OFFCPU_NO_USER,	  /* of those, without a user stack (no syscall
+				 * return between wake-up and switch-out) */
 	WC_CNT_NR,
+};
+
+/*
+ * Stacks.  A stack is stored once, under a 64-bit hash of its addresses (0
+ * means "no stack": a user stack of a kernel thread, or one the kernel
+ * could not walk); weights are summed per (process, kind, user stack,
+ * kernel stack).  On-CPU weights are sample ticks, off-CPU weights are
+ * nanoseconds of the wait that ended (sleep or I/O), recorded only for
+ * waits of at least MinBlockMicroseconds.  User space drains both tables at
+ * every read.
+ */
+#define WC_STACK_DEPTH 127 /* the kernel's default perf_event_max_stack */
+
+struct wc_stack {
+	__u32 nr; /* addresses used, innermost first */
+	__u32 pad;
+	__u64 ip[WC_STACK_DEPTH];
+};
+
+struct wc_stack_key {
+	__u32 tgid;
+	__u32 kind; /* enum wc_state: WC_ONCPU, WC_SLEEP or WC_BLOCKED */
+	__u64 ustack;
+	__u64 kstack;
 };
 
 struct wc_counters {

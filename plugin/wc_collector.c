@@ -30,6 +30,10 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *sched_links[3];
 	struct bpf_link *iter_link;
+	struct bpf_link *sys_exit_link; /* only with stacks */
+	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
+	uint64_t *weights;
+	uint32_t stack_entries;
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
 	unsigned int nperf;
@@ -94,6 +98,25 @@ static unsigned int round_pow2(unsigned long v)
 	return (unsigned int)p;
 }
 
+/* Without stacks the tables still exist (the programs name them) but
+ * shrink to one entry. */
+static int size_stacks(struct wc_collector *c,
+		       const struct wc_collector_opts *o)
+{
+	uint32_t n = o->stacks ? o->stack_entries : 1;
+	int rc;
+
+	c->stack_entries = n;
+	rc = bpf_map__set_max_entries(c->skel->maps.stacks, n);
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.stack_counts, n);
+	if (rc || !o->stacks)
+		return rc;
+	c->keys = calloc(n, sizeof(*c->keys));
+	c->weights = calloc(n, sizeof(*c->weights));
+	return c->keys && c->weights ? 0 : -ENOMEM;
+}
+
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 		char *err, size_t errlen)
 {
@@ -106,6 +129,13 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 			      strerror(errno));
 	c->skel->rodata->include_kthreads = o->kthreads;
 	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
+	c->skel->rodata->stacks_enabled = o->stacks;
+	c->skel->rodata->min_block_ns = (__u64)o->min_block_us * 1000;
+	bpf_program__set_autoload(c->skel->progs.wc_sys_exit, o->stacks);
+	rc = size_stacks(c, o);
+	if (rc)
+		return wc_err(err, errlen, "sizing the stack tables failed: %s",
+			      strerror(-rc));
 	bytes = round_pow2(bytes < 4096 ? 4096 : bytes);
 	c->ring_bytes = bytes;
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
@@ -141,6 +171,14 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 		if (!c->sched_links[i])
 			return wc_err(err, errlen, "attaching %s failed: %s",
 				      bpf_program__section_name(progs[i]),
+				      strerror(errno));
+	}
+	if (c->stack_entries > 1) {
+		c->sys_exit_link =
+			bpf_program__attach(c->skel->progs.wc_sys_exit);
+		if (!c->sys_exit_link)
+			return wc_err(err, errlen,
+				      "attaching tp_btf/sys_exit failed: %s",
 				      strerror(errno));
 	}
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
@@ -343,6 +381,64 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	return rc;
 }
 
+/* The whole table in as few system calls as the kernel allows: the batch
+ * call takes what fits and says where to go on. */
+static int drain_batch(struct wc_collector *c, int fd, uint32_t *got)
+{
+	struct wc_stack_key token;
+	bool first = true;
+	uint32_t total = 0;
+
+	for (;;) {
+		uint32_t n = c->stack_entries - total;
+		int rc;
+
+		if (n == 0)
+			break;
+		rc = bpf_map_lookup_and_delete_batch(
+			fd, first ? NULL : &token, &token, c->keys + total,
+			c->weights + total, &n, NULL);
+		first = false;
+		total += n;
+		if (rc == -ENOENT)
+			break;
+		if (rc) {
+			*got = total;
+			return rc;
+		}
+	}
+	*got = total;
+	return 0;
+}
+
+int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
+			      void *arg, char *err, size_t errlen)
+{
+	uint32_t i, n = 0;
+	int rc;
+
+	if (!c->keys)
+		return 0;
+	rc = drain_batch(c, bpf_map__fd(c->skel->maps.stack_counts), &n);
+	for (i = 0; i < n; i++)
+		fn(arg, &c->keys[i], c->weights[i]);
+	if (rc)
+		return wc_err(err, errlen, "draining the stack weights: %s",
+			      strerror(-rc));
+	return 0;
+}
+
+bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
+			     struct wc_stack *out)
+{
+	__u64 key = hash;
+
+	if (!c->keys)
+		return false;
+	return bpf_map_lookup_and_delete_elem(bpf_map__fd(c->skel->maps.stacks),
+					      &key, out) == 0;
+}
+
 void wc_collector_counters(const struct wc_collector *c,
 			   struct wc_counters *sum)
 {
@@ -379,9 +475,12 @@ void wc_collector_close(struct wc_collector *c)
 		bpf_link__destroy(c->perf_links[i]);
 	free(c->perf_links);
 	bpf_link__destroy(c->iter_link);
+	bpf_link__destroy(c->sys_exit_link);
 	for (i = 0; i < 3; i++)
 		bpf_link__destroy(c->sched_links[i]);
 	wallclock_bpf__destroy(c->skel);
 	free(c->per_cpu);
+	free(c->keys);
+	free(c->weights);
 	free(c);
 }

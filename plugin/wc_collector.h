@@ -2,8 +2,9 @@
  * wc_collector.h - the BPF side, seen from user space.
  *
  * Owns: the loaded skeleton, its links (scheduler tracepoints, the task
- * iterator, one cpu-clock perf event per online CPU) and the exit ring
- * reader.  wc_collector_close() detaches and frees all of it: no program
+ * iterator, one cpu-clock perf event per online CPU, the syscall-exit hook
+ * when stacks are on), the exit ring reader and the buffers used to drain
+ * the stack tables.  wc_collector_close() detaches and frees all of it: no program
  * or link outlives the collector.
  *
  * A poll runs the task iterator (one record per live thread, charged up to
@@ -16,6 +17,7 @@
 #include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../bpf/wallclock.h"
 
@@ -25,6 +27,9 @@ struct wc_collector_opts {
 	unsigned int sample_hz;
 	bool kthreads;
 	unsigned int exit_ring_kib; /* rounded up to a power of two */
+	bool stacks;		    /* capture on-CPU and off-CPU stacks */
+	unsigned int min_block_us;  /* shortest wait recorded with a stack */
+	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 };
 
 /* Load and attach.  On failure, err says what was refused and what to do
@@ -35,6 +40,20 @@ int wc_collector_open(const struct wc_collector_opts *opts,
 typedef void (*wc_rec_fn)(void *arg, const struct wc_task_rec *rec);
 int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen);
+
+/*
+ * Stacks: drain hands over every (process, kind, stacks) weight gathered
+ * since the last drain and removes it from the kernel's table; take then
+ * copies out (and removes) one stack by hash, false if the kernel has no
+ * such stack (already taken, or never stored).  Drain at every read: the
+ * tables are bounded and a full one drops what does not fit (counted).
+ */
+typedef void (*wc_weight_fn)(void *arg, const struct wc_stack_key *k,
+			     uint64_t weight);
+int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
+			      void *arg, char *err, size_t errlen);
+bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
+			     struct wc_stack *out);
 
 /* Event counters summed over CPUs (cumulative since open). */
 void wc_collector_counters(const struct wc_collector *c,

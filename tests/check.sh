@@ -51,6 +51,7 @@ if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
 fi
 
 run "engine" "$BUILD/tests/test_engine" "$BUILD/tests/workload"
+run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
 
 for t in "$SRC"/tests/e2e/test_*.py; do
 	run "e2e $(basename "$t")" python3 "$t"

@@ -1,0 +1,518 @@
+/*
+ * test_stacks.c - stack capture in the kernel, seen through the collector:
+ * on-CPU stacks land in the functions that burn the CPU, off-CPU stacks
+ * carry the kernel stack the thread blocked in and the user stack it
+ * blocked with, their time matches the waits, and waits shorter than the
+ * threshold are never walked.
+ *
+ * Needs root (BPF); without it every test says SKIP with the reason.  The
+ * workload (argv[1]) is built with frame pointers; its function addresses
+ * come from nm and its load address from /proc/PID/maps, kernel symbols
+ * from /proc/kallsyms, so nothing here depends on the symbolizer.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "unit/check.h"
+#include "wc_collector.h"
+#include "wc_log.h"
+
+#define MAX_WEIGHTS 65536
+#define MAX_KSYMS 400000
+
+static const char *workload;
+static char skip_reason[256];
+
+/* --- symbols -------------------------------------------------------- */
+
+struct ksym {
+	uint64_t addr;
+	char name[64];
+};
+
+static struct ksym *ksyms;
+static size_t nksyms;
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int load_kallsyms(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "r");
+	char line[512], type, name[256];
+	unsigned long long addr;
+
+	if (!f)
+		return -1;
+	ksyms = calloc(MAX_KSYMS, sizeof(*ksyms));
+	while (ksyms && nksyms < MAX_KSYMS && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		if ((type != 't' && type != 'T') || addr == 0)
+			continue;
+		ksyms[nksyms].addr = addr;
+		memcpy(ksyms[nksyms].name, name,
+		       sizeof(ksyms[nksyms].name) - 1);
+		nksyms++;
+	}
+	fclose(f);
+	qsort(ksyms, nksyms, sizeof(*ksyms), cmp_ksym);
+	return nksyms ? 0 : -1;
+}
+
+static const char *ksym_name(uint64_t addr)
+{
+	size_t lo = 0, hi = nksyms;
+
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ksyms[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return nksyms && ksyms[lo].addr <= addr ? ksyms[lo].name : "?";
+}
+
+/* A function of the workload: its offset in the file (PIE: link address)
+ * and size, from nm. */
+struct func {
+	const char *name;
+	uint64_t lo, hi;
+};
+
+static struct func funcs[] = {
+	{"burn_cpu", 0, 0}, {"sleep_a_while", 0, 0}, {"wait_for_disk", 0, 0},
+	{"spinner", 0, 0},  {"sleeper", 0, 0},	     {"disk_writer", 0, 0},
+};
+#define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
+
+static int load_funcs(void)
+{
+	char cmd[PATH_MAX + 32], line[512], name[256], type;
+	unsigned long long addr, size;
+	size_t i, found = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "nm -S '%s'", workload);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p)) {
+		if (sscanf(line, "%llx %llx %c %255s", &addr, &size, &type,
+			   name) != 4)
+			continue;
+		for (i = 0; i < NFUNCS; i++)
+			if (strcmp(name, funcs[i].name) == 0) {
+				funcs[i].lo = addr;
+				funcs[i].hi = addr + size;
+				found++;
+			}
+	}
+	pclose(p);
+	return found == NFUNCS ? 0 : -1;
+}
+
+/* Load bias of the workload in pid: start minus offset of its mapping at
+ * file offset 0 (a PIE links at 0). */
+static int load_bias(pid_t pid, uint64_t *bias)
+{
+	char path[64], line[1024];
+	FILE *f;
+	int rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+
+		if (!strstr(line, "workload"))
+			continue;
+		if (sscanf(line, "%llx-%llx %*s %llx", &lo, &hi, &off) == 3 &&
+		    off == 0) {
+			*bias = lo;
+			rc = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+static const char *user_func(uint64_t ip, uint64_t bias)
+{
+	size_t i;
+
+	for (i = 0; i < NFUNCS; i++)
+		if (ip - bias >= funcs[i].lo && ip - bias < funcs[i].hi)
+			return funcs[i].name;
+	return NULL;
+}
+
+/* --- one profiled run ------------------------------------------------ */
+
+struct weight {
+	struct wc_stack_key k;
+	uint64_t w;
+};
+
+struct run {
+	struct weight *w;
+	size_t n;
+	uint64_t bias;
+	pid_t pid;
+	struct wc_counters cnt;
+	struct wc_collector *c;
+};
+
+static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
+{
+	struct run *r = arg;
+
+	if (k->tgid != (uint32_t)r->pid || r->n >= MAX_WEIGHTS)
+		return;
+	r->w[r->n].k = *k;
+	r->w[r->n].w = w;
+	r->n++;
+}
+
+static void drain(struct run *r)
+{
+	char err[256];
+
+	if (wc_collector_drain_stacks(r->c, on_weight, r, err, sizeof(err)))
+		printf("  drain: %s\n", err);
+}
+
+/* Stacks are kept by hash; take each one once and keep a copy. */
+struct stack_copy {
+	uint64_t hash;
+	struct wc_stack s;
+	bool ok;
+};
+
+static struct stack_copy *copies;
+static size_t ncopies;
+
+static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
+{
+	size_t i;
+
+	if (hash <= 1)
+		return NULL;
+	for (i = 0; i < ncopies; i++)
+		if (copies[i].hash == hash)
+			return copies[i].ok ? &copies[i].s : NULL;
+	if (ncopies >= MAX_WEIGHTS)
+		return NULL;
+	copies[ncopies].hash = hash;
+	copies[ncopies].ok =
+		wc_collector_take_stack(r->c, hash, &copies[ncopies].s);
+	ncopies++;
+	return copies[ncopies - 1].ok ? &copies[ncopies - 1].s : NULL;
+}
+
+static bool profile(struct run *r, unsigned int min_block_us,
+		    const char *const *args)
+{
+	struct wc_collector_opts o = {
+		.sample_hz = 99,
+		.exit_ring_kib = 1024,
+		.stacks = true,
+		.min_block_us = min_block_us,
+		.stack_entries = 16384,
+	};
+	const char *argv[32];
+	char err[1024];
+	int n = 0, status, polls = 0;
+
+	memset(r, 0, sizeof(*r));
+	ncopies = 0;
+	r->w = calloc(MAX_WEIGHTS, sizeof(*r->w));
+	if (!r->w || wc_collector_open(&o, &r->c, err, sizeof(err))) {
+		printf("  collector: %s\n", r->w ? err : "out of memory");
+		return false;
+	}
+	argv[n++] = workload;
+	while (*args && n < 30)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	r->pid = fork();
+	if (r->pid == 0) {
+		freopen("/dev/null", "w", stdout);
+		execv(workload, (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(r->pid, &status, WNOHANG) == 0) {
+		struct timespec ts = {0, 200000000L};
+
+		nanosleep(&ts, NULL);
+		if (!r->bias)
+			load_bias(r->pid, &r->bias);
+		drain(r); /* as the daemon does, at every read */
+		polls++;
+	}
+	drain(r);
+	wc_collector_counters(r->c, &r->cnt);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->bias &&
+	       polls > 2;
+}
+
+static void finish(struct run *r)
+{
+	wc_collector_close(r->c);
+	free(r->w);
+}
+
+static void dump(struct run *r, uint64_t uh, uint64_t kh, uint64_t w)
+{
+	const struct wc_stack *k = stack_of(r, kh), *u = stack_of(r, uh);
+	uint32_t i;
+
+	printf("  %" PRIu64 " u=%" PRIx64 ":", w, uh);
+	for (i = 0; k && i < k->nr && i < 12; i++)
+		printf(" %s", ksym_name(k->ip[i]));
+	printf(" |");
+	for (i = 0; u && i < u->nr && i < 8; i++) {
+		const char *f = user_func(u->ip[i] - (i > 0), r->bias);
+
+		printf(" %s", f ? f : "?");
+	}
+	printf("\n");
+}
+
+static bool kstack_has(struct run *r, uint64_t hash, const char *fn)
+{
+	const struct wc_stack *s = stack_of(r, hash);
+	uint32_t i;
+
+	for (i = 0; s && i < s->nr && i < WC_STACK_DEPTH; i++)
+		if (strcmp(ksym_name(s->ip[i]), fn) == 0)
+			return true;
+	return false;
+}
+
+static bool ustack_has(struct run *r, uint64_t hash, const char *fn)
+{
+	const struct wc_stack *s = stack_of(r, hash);
+	uint32_t i;
+
+	for (i = 0; s && i < s->nr && i < WC_STACK_DEPTH; i++) {
+		/* return addresses point after the call */
+		const char *f = user_func(s->ip[i] - (i > 0), r->bias);
+
+		if (f && strcmp(f, fn) == 0)
+			return true;
+	}
+	return false;
+}
+
+#define NEED_ROOT()                        \
+	do {                               \
+		if (skip_reason[0])        \
+			SKIP(skip_reason); \
+	} while (0)
+
+static const char *const spin_sleep_args[] = {
+	"--spin", "1",	       "--sleep", "1",	"--sleep-ms",
+	"20",	  "--seconds", "3",	  NULL,
+};
+
+/* On-CPU: nearly all of a spinner's samples are in burn_cpu, called from
+ * spinner, and the weights add up to the samples the kernel counted. */
+static void test_oncpu_stacks(void)
+{
+	uint64_t total = 0, burn = 0, chain = 0;
+	struct run r;
+	size_t i;
+
+	NEED_ROOT();
+	CHECK(profile(&r, 1000, spin_sleep_args));
+	for (i = 0; i < r.n; i++) {
+		const struct wc_stack *u;
+
+		if (r.w[i].k.kind != WC_ONCPU)
+			continue;
+		total += r.w[i].w;
+		u = stack_of(&r, r.w[i].k.ustack);
+		if (u && u->nr > 0 &&
+		    user_func(u->ip[0], r.bias) == funcs[0].name)
+			burn += r.w[i].w;
+		if (ustack_has(&r, r.w[i].k.ustack, "spinner"))
+			chain += r.w[i].w;
+	}
+	printf("# on-CPU: %" PRIu64 " sample ticks, %.1f%% in burn_cpu, "
+	       "%.1f%% under spinner\n",
+	       total, total ? 100.0 * burn / total : 0,
+	       total ? 100.0 * chain / total : 0);
+	/* 3 s of one spinner at 99 Hz: about 300 ticks */
+	CHECK(total > 200);
+	CHECK(burn > 0.9 * total);
+	CHECK(chain > 0.9 * total);
+	finish(&r);
+}
+
+/* Off-CPU: the sleeper's 20 ms naps come back as sleep with the kernel
+ * stack of nanosleep and a user stack through sleeper, and the time adds
+ * up to what it slept. */
+static void test_offcpu_sleep_stacks(void)
+{
+	uint64_t nap = 0, with_user = 0, other = 0;
+	struct run r;
+	size_t i;
+
+	NEED_ROOT();
+	CHECK(profile(&r, 1000, spin_sleep_args));
+	for (i = 0; i < r.n; i++) {
+		if (r.w[i].k.kind != WC_SLEEP)
+			continue;
+		if (getenv("WC_DUMP"))
+			dump(&r, r.w[i].k.ustack, r.w[i].k.kstack, r.w[i].w);
+		if (!kstack_has(&r, r.w[i].k.kstack, "hrtimer_nanosleep")) {
+			other += r.w[i].w;
+			continue;
+		}
+		nap += r.w[i].w;
+		if (ustack_has(&r, r.w[i].k.ustack, "sleeper"))
+			with_user += r.w[i].w;
+	}
+	printf("# sleep: %.3f s in hrtimer_nanosleep (%.1f%% with a user stack "
+	       "through sleeper), %.3f s elsewhere; %" PRIu64
+	       " waits recorded, %" PRIu64 " without user stack\n",
+	       nap / 1e9, nap ? 100.0 * with_user / nap : 0, other / 1e9,
+	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_STACKS],
+	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_NO_USER]);
+	/* 3 s of 20 ms naps, each a little longer than asked */
+	CHECK_NEAR(nap, 3e9, 0.05);
+	CHECK(with_user > 0.95 * nap);
+	/* the main thread waits for its workers in a futex */
+	CHECK(other > 2e9);
+	CHECK(r.cnt.v[WC_CNT_STACKS_FULL] == 0);
+	CHECK(r.cnt.v[WC_CNT_STACK_COUNTS_FULL] == 0);
+	finish(&r);
+}
+
+/* Waits below the threshold are never walked: with a 50 ms threshold the
+ * 20 ms naps leave no stack, while the 3 s join still does. */
+static void test_threshold(void)
+{
+	uint64_t nap = 0, other = 0;
+	struct run r;
+	size_t i;
+
+	NEED_ROOT();
+	CHECK(profile(&r, 50000, spin_sleep_args));
+	for (i = 0; i < r.n; i++) {
+		if (r.w[i].k.kind != WC_SLEEP)
+			continue;
+		if (kstack_has(&r, r.w[i].k.kstack, "hrtimer_nanosleep"))
+			nap += r.w[i].w;
+		else
+			other += r.w[i].w;
+	}
+	printf("# 50 ms threshold: %" PRIu64 " ns of 20 ms naps recorded, "
+	       "%.3f s of longer waits\n",
+	       nap, other / 1e9);
+	CHECK(nap == 0);
+	CHECK(other > 2e9);
+	finish(&r);
+}
+
+/* I/O: the disk writer's uninterruptible waits come back as blocked, with
+ * a user stack through disk_writer. */
+static void test_offcpu_blocked_stacks(void)
+{
+	static const char *const args[] = {
+		"--disk", "1", "--seconds", "3", "--dir", "/var/tmp", NULL,
+	};
+	uint64_t blocked = 0, through = 0;
+	struct run r;
+	size_t i;
+
+	NEED_ROOT();
+	CHECK(profile(&r, 100, args));
+	for (i = 0; i < r.n; i++) {
+		if (r.w[i].k.kind != WC_BLOCKED)
+			continue;
+		blocked += r.w[i].w;
+		if (getenv("WC_DUMP"))
+			dump(&r, r.w[i].k.ustack, r.w[i].k.kstack, r.w[i].w);
+		if (ustack_has(&r, r.w[i].k.ustack, "disk_writer"))
+			through += r.w[i].w;
+	}
+	printf("# blocked: %.3f s, %.1f%% through disk_writer\n", blocked / 1e9,
+	       blocked ? 100.0 * through / blocked : 0);
+	finish(&r);
+	if (blocked == 0)
+		SKIP("this disk never made the writer wait 100 us");
+	CHECK(through > 0.8 * blocked);
+}
+
+static void quiet_log(enum wc_log_level level, const char *msg)
+{
+	if (level <= WC_LOG_WARN)
+		printf("  log: %s\n", msg);
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt,
+			va_list ap)
+{
+	if (level != LIBBPF_WARN)
+		return 0;
+	printf("  ");
+	return vprintf(fmt, ap);
+}
+
+int main(int argc, char **argv)
+{
+	check_prog = "test_stacks";
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_stacks PATH_TO_WORKLOAD\n");
+		return 2;
+	}
+	workload = realpath(argv[1], NULL);
+	if (!workload) {
+		perror(argv[1]);
+		return 2;
+	}
+	wc_log_set(quiet_log);
+	libbpf_set_print(quiet_libbpf);
+	copies = calloc(MAX_WEIGHTS, sizeof(*copies));
+	if (!copies)
+		return 1;
+	if (geteuid() != 0)
+		snprintf(skip_reason, sizeof(skip_reason),
+			 "needs root to load BPF programs");
+	else if (load_kallsyms())
+		snprintf(skip_reason, sizeof(skip_reason),
+			 "/proc/kallsyms shows no addresses "
+			 "(kernel.kptr_restrict)");
+	if (load_funcs()) {
+		fprintf(stderr, "nm found no workload functions in %s\n",
+			workload);
+		return 1;
+	}
+	RUN(test_oncpu_stacks);
+	RUN(test_offcpu_sleep_stacks);
+	RUN(test_threshold);
+	RUN(test_offcpu_blocked_stacks);
+	free(copies);
+	free(ksyms);
+	return check_done();
+}
