@@ -37,6 +37,7 @@ struct proc {
 	uint32_t threads_seen;
 	uint8_t state;
 	bool kthread;
+	bool dead; /* no thread left: freed at the next begin */
 	char comm[WC_COMM_LEN];
 	char name[WC_NAME_MAX]; /* the automatic group it waits for */
 };
@@ -78,7 +79,8 @@ struct wc_account {
 	struct proc *procs;
 	struct slab pslab;
 	struct wc_idmap proc_keys;
-	struct group *groups; /* explicit, then other, then automatic */
+	struct wc_idmap tgids; /* tgid -> newest process with it */
+	struct group *groups;  /* explicit, then other, then automatic */
 	uint32_t ngroups;
 	uint32_t nexplicit;
 	uint32_t other;
@@ -138,7 +140,8 @@ int wc_account_new(const struct wc_account_opts *o, struct wc_account **out)
 	    slab_init(&a->tslab, o->max_threads) ||
 	    slab_init(&a->pslab, o->max_threads) ||
 	    wc_idmap_init(&a->thread_ids, o->max_threads) ||
-	    wc_idmap_init(&a->proc_keys, o->max_threads)) {
+	    wc_idmap_init(&a->proc_keys, o->max_threads) ||
+	    wc_idmap_init(&a->tgids, o->max_threads)) {
 		wc_account_free(a);
 		return -1;
 	}
@@ -162,6 +165,7 @@ void wc_account_free(struct wc_account *a)
 		return;
 	wc_idmap_free(&a->thread_ids);
 	wc_idmap_free(&a->proc_keys);
+	wc_idmap_free(&a->tgids);
 	free(a->threads);
 	free(a->procs);
 	free(a->groups);
@@ -171,11 +175,16 @@ void wc_account_free(struct wc_account *a)
 	free(a);
 }
 
+static void free_proc(struct wc_account *a, struct proc *p);
+
 void wc_account_begin(struct wc_account *a)
 {
 	uint32_t i;
 
 	a->gen++;
+	for (i = 0; i < a->pslab.hi; i++)
+		if (a->procs[i].key && a->procs[i].dead && !a->procs[i].refs)
+			free_proc(a, &a->procs[i]);
 	for (i = 0; i < a->ngroups; i++) {
 		struct group *g = &a->groups[i];
 
@@ -214,6 +223,7 @@ static struct proc *proc_get(struct wc_account *a, const struct wc_task_rec *r,
 	}
 	p = &a->procs[i];
 	memset(p, 0, sizeof(*p));
+	wc_idmap_put(&a->tgids, r->tgid, i); /* the newest wins */
 	p->key = key;
 	p->tgid = r->tgid;
 	p->state = P_NEW;
@@ -476,11 +486,13 @@ static void place_waiting(struct wc_account *a)
 
 static void free_proc(struct wc_account *a, struct proc *p)
 {
-	uint32_t i = (uint32_t)(p - a->procs);
+	uint32_t i = (uint32_t)(p - a->procs), t;
 
 	if (p->state == P_GROUP)
 		a->groups[p->group].procs--;
 	wc_idmap_del(&a->proc_keys, p->key);
+	if (wc_idmap_get(&a->tgids, p->tgid, &t) && t == i)
+		wc_idmap_del(&a->tgids, p->tgid);
 	p->key = 0;
 	slab_put(&a->pslab, i);
 }
@@ -520,8 +532,9 @@ static void fold_procs(struct wc_account *a)
 		if (!p->key)
 			continue;
 		fold_proc(a, p);
-		if (p->refs == 0)
-			free_proc(a, p);
+		/* kept one more read, so the stacks of its last moments still
+		 * find their group */
+		p->dead = p->refs == 0;
 	}
 }
 
@@ -583,13 +596,30 @@ void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg)
 	}
 }
 
+const char *wc_account_group_of(const struct wc_account *a, uint32_t tgid)
+{
+	const struct proc *p;
+	uint32_t i;
+
+	if (!wc_idmap_get(&a->tgids, tgid, &i))
+		return NULL;
+	p = &a->procs[i];
+	if (p->state == P_GROUP)
+		return a->groups[p->group].name;
+	if (p->state == P_WAITING || p->state == P_OTHER)
+		return a->groups[a->other].name;
+	return NULL;
+}
+
 void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out)
 {
 	uint32_t i;
 
 	*out = a->stats;
 	out->threads = a->tslab.count;
-	out->processes = a->pslab.count;
+	out->processes = 0;
+	for (i = 0; i < a->pslab.hi; i++)
+		out->processes += a->procs[i].key && !a->procs[i].dead;
 	out->groups = 0;
 	for (i = 0; i < a->ngroups; i++)
 		out->groups += dispatched(a, i);

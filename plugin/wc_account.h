@@ -70,4 +70,9 @@ typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);
 void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg);
 void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out);
 
+/* The group a process's time went to in the last read, NULL if it is
+ * dropped (Unmatched drop) or unknown.  A process whose last thread died
+ * in the last read is still known until the next begin. */
+const char *wc_account_group_of(const struct wc_account *a, uint32_t tgid);
+
 #endif /* WC_ACCOUNT_H */

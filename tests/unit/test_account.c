@@ -271,6 +271,31 @@ static void test_final_record_later_read(void)
 	fix_free(&f);
 }
 
+/* Stacks drained after a read name processes by tgid: one whose last
+ * thread died in that read still has its group, until the next read. */
+static void test_group_of_tgid(void)
+{
+	struct fix f;
+	const char *g;
+
+	if (!fix_new(&f, 1024, 50))
+		return;
+	READ(&f, solo(1, "app", 100, 0), solo(2, "db", 100, 0));
+	g = wc_account_group_of(f.a, 1);
+	CHECK(g && strcmp(g, "app") == 0);
+	CHECK(wc_account_group_of(f.a, 3) == NULL);
+	READ(&f, solo(1, "app", 300, WC_REC_EXITED), solo(2, "db", 200, 0));
+	g = wc_account_group_of(f.a, 1);
+	CHECK(g && strcmp(g, "app") == 0);
+	read_empty(&f, 1);
+	CHECK(wc_account_group_of(f.a, 1) == NULL);
+	/* a reused PID belongs to its new process */
+	READ(&f, rec(1, 1, 99000, "web", 100, 0));
+	g = wc_account_group_of(f.a, 1);
+	CHECK(g && strcmp(g, "web") == 0);
+	fix_free(&f);
+}
+
 /* Born and dead between two reads: only the exit ring ever saw it. */
 static void test_exited_never_seen_live(void)
 {
@@ -688,6 +713,7 @@ int main(void)
 	RUN(test_deltas_add_up);
 	RUN(test_final_record_same_read);
 	RUN(test_final_record_later_read);
+	RUN(test_group_of_tgid);
 	RUN(test_exited_never_seen_live);
 	RUN(test_vanished_thread_lost);
 	RUN(test_pid_reuse);
