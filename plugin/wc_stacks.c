@@ -1,0 +1,232 @@
+/* wc_stacks.c - see wc_stacks.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wc_idmap.h"
+#include "wc_stacks.h"
+
+#define NONE UINT32_MAX
+#define PROBES 8 /* alternative keys tried when two weights' hashes meet */
+
+struct held {
+	uint64_t hash; /* 0: free slot */
+	uint64_t *ip;
+	uint32_t nr;
+	uint32_t gen; /* window that last named it */
+};
+
+struct wc_stacks {
+	struct wc_stack_entry *w; /* max_weights */
+	uint32_t nw, max_weights;
+	struct wc_idmap widx; /* weight key -> index into w */
+	uint64_t *wkeys;      /* the idmap key of each w, to clear it */
+
+	struct held *held; /* max_stacks */
+	uint32_t *free_list, nfree, max_stacks;
+	struct wc_idmap sidx; /* stack hash -> index into held */
+	size_t bytes, max_bytes;
+	uint32_t gen;
+
+	struct wc_stacks_stats stats;
+};
+
+int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
+		  size_t max_stack_bytes, struct wc_stacks **out)
+{
+	struct wc_stacks *s = calloc(1, sizeof(*s));
+	uint32_t i;
+
+	if (!s)
+		return -1;
+	s->max_weights = max_weights;
+	s->max_stacks = max_stacks;
+	s->max_bytes = max_stack_bytes;
+	s->gen = 1;
+	s->w = calloc(max_weights, sizeof(*s->w));
+	s->wkeys = calloc(max_weights, sizeof(*s->wkeys));
+	s->held = calloc(max_stacks, sizeof(*s->held));
+	s->free_list = calloc(max_stacks, sizeof(*s->free_list));
+	if (!s->w || !s->wkeys || !s->held || !s->free_list ||
+	    wc_idmap_init(&s->widx, max_weights) ||
+	    wc_idmap_init(&s->sidx, max_stacks)) {
+		wc_stacks_free(s);
+		return -1;
+	}
+	for (i = 0; i < max_stacks; i++)
+		s->free_list[i] = max_stacks - 1 - i;
+	s->nfree = max_stacks;
+	*out = s;
+	return 0;
+}
+
+void wc_stacks_free(struct wc_stacks *s)
+{
+	uint32_t i;
+
+	if (!s)
+		return;
+	for (i = 0; s->held && i < s->max_stacks; i++)
+		free(s->held[i].ip);
+	wc_idmap_free(&s->widx);
+	wc_idmap_free(&s->sidx);
+	free(s->w);
+	free(s->wkeys);
+	free(s->held);
+	free(s->free_list);
+	free(s);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+static uint64_t weight_key(const char *group, const struct wc_stack_key *k)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)group; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	h = mix(h, k->tgid);
+	h = mix(h, k->kind);
+	h = mix(h, k->ustack);
+	h = mix(h, k->kstack);
+	return h ? h : 1;
+}
+
+static bool same(const struct wc_stack_entry *e, const char *group,
+		 const struct wc_stack_key *k)
+{
+	return e->tgid == k->tgid && e->kind == k->kind &&
+	       e->ustack == k->ustack && e->kstack == k->kstack &&
+	       strcmp(e->group, group) == 0;
+}
+
+int wc_stacks_add(struct wc_stacks *s, const char *group,
+		  const struct wc_stack_key *k, uint64_t weight)
+{
+	uint64_t key = weight_key(group, k);
+	struct wc_stack_entry *e;
+	uint32_t i;
+	int probe;
+
+	for (probe = 0; probe < PROBES; probe++, key = mix(key, 1) | 1) {
+		if (!wc_idmap_get(&s->widx, key, &i))
+			break;
+		if (same(&s->w[i], group, k)) {
+			s->w[i].weight += weight;
+			return 0;
+		}
+	}
+	if (probe == PROBES || s->nw == s->max_weights ||
+	    wc_idmap_put(&s->widx, key, s->nw)) {
+		s->stats.weights_dropped++;
+		return -1;
+	}
+	e = &s->w[s->nw];
+	snprintf(e->group, sizeof(e->group), "%s", group);
+	e->tgid = k->tgid;
+	e->kind = k->kind;
+	e->ustack = k->ustack;
+	e->kstack = k->kstack;
+	e->weight = weight;
+	s->wkeys[s->nw++] = key;
+	return 0;
+}
+
+bool wc_stacks_has(struct wc_stacks *s, uint64_t hash)
+{
+	uint32_t i;
+
+	if (!wc_idmap_get(&s->sidx, hash, &i))
+		return false;
+	s->held[i].gen = s->gen;
+	return true;
+}
+
+int wc_stacks_put(struct wc_stacks *s, uint64_t hash, const struct wc_stack *st)
+{
+	uint32_t nr = st->nr < WC_STACK_DEPTH ? st->nr : WC_STACK_DEPTH;
+	size_t bytes = nr * sizeof(uint64_t);
+	struct held *h;
+	uint32_t i;
+
+	if (wc_stacks_has(s, hash))
+		return 0;
+	if (!s->nfree || s->bytes + bytes > s->max_bytes || hash == 0)
+		goto full;
+	i = s->free_list[s->nfree - 1];
+	h = &s->held[i];
+	h->ip = malloc(bytes ? bytes : 1);
+	if (!h->ip || wc_idmap_put(&s->sidx, hash, i)) {
+		free(h->ip);
+		h->ip = NULL;
+		goto full;
+	}
+	s->nfree--;
+	memcpy(h->ip, st->ip, bytes);
+	h->nr = nr;
+	h->hash = hash;
+	h->gen = s->gen;
+	s->bytes += bytes;
+	return 0;
+full:
+	s->stats.stacks_dropped++;
+	return -1;
+}
+
+bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
+		   struct wc_stack_view *out)
+{
+	uint32_t i;
+
+	if (!wc_idmap_get(&s->sidx, hash, &i))
+		return false;
+	out->ip = s->held[i].ip;
+	out->nr = s->held[i].nr;
+	return true;
+}
+
+void wc_stacks_foreach(const struct wc_stacks *s, wc_stack_entry_fn fn,
+		       void *arg)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nw; i++)
+		fn(arg, &s->w[i]);
+}
+
+static void drop_stack(struct wc_stacks *s, uint32_t i)
+{
+	struct held *h = &s->held[i];
+
+	wc_idmap_del(&s->sidx, h->hash);
+	s->bytes -= h->nr * sizeof(uint64_t);
+	free(h->ip);
+	memset(h, 0, sizeof(*h));
+	s->free_list[s->nfree++] = i;
+}
+
+void wc_stacks_next_window(struct wc_stacks *s)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nw; i++)
+		wc_idmap_del(&s->widx, s->wkeys[i]);
+	s->nw = 0;
+	for (i = 0; i < s->max_stacks; i++)
+		if (s->held[i].hash && s->held[i].gen < s->gen)
+			drop_stack(s, i);
+	s->gen++;
+}
+
+void wc_stacks_stats(const struct wc_stacks *s, struct wc_stacks_stats *out)
+{
+	*out = s->stats;
+	out->weights = s->nw;
+	out->stacks = s->max_stacks - s->nfree;
+	out->stack_bytes = s->bytes;
+}

@@ -1,0 +1,77 @@
+/*
+ * wc_stacks.h - one flush window of stacks, between the kernel's tables and
+ * the folded file: raw addresses, not yet symbolized.
+ *
+ * Owns: the window's weights per (group, process, kind, user stack, kernel
+ * stack), and a copy of every stack they name, keyed by the kernel's hash.
+ * Both are bounded at creation (weights by count, stacks by count and
+ * bytes); a weight that does not fit is counted and its time is left to
+ * its group's remainder line in the folded file.
+ *
+ * The kernel stores each distinct stack once and hands it over once (take
+ * deletes it), but weights naming it can keep arriving in later windows,
+ * so a stack outlives the window it came in: it is freed once a whole
+ * window has passed without naming it.  Not thread-safe.
+ */
+#ifndef WC_STACKS_H
+#define WC_STACKS_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/wallclock.h"
+#include "wc_config.h"
+
+struct wc_stacks;
+
+struct wc_stack_entry {
+	char group[WC_NAME_MAX];
+	uint32_t tgid;
+	uint32_t kind; /* enum wc_state: WC_ONCPU, WC_SLEEP or WC_BLOCKED */
+	uint64_t ustack;
+	uint64_t kstack;
+	uint64_t weight; /* sample ticks on-CPU, nanoseconds off-CPU */
+};
+
+/* A stored stack: addresses innermost first. */
+struct wc_stack_view {
+	const uint64_t *ip;
+	uint32_t nr;
+};
+
+struct wc_stacks_stats {
+	uint64_t weights_dropped; /* weights that found the table full */
+	uint64_t stacks_dropped;  /* stacks that found the store full */
+	uint32_t weights;	  /* entries in this window */
+	uint32_t stacks;	  /* stacks held */
+	size_t stack_bytes;	  /* memory held by stacks */
+};
+
+int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
+		  size_t max_stack_bytes, struct wc_stacks **out);
+void wc_stacks_free(struct wc_stacks *s);
+
+/* Add weight under group (copied) for a key drained from the kernel. */
+int wc_stacks_add(struct wc_stacks *s, const char *group,
+		  const struct wc_stack_key *k, uint64_t weight);
+
+/* Whether the stack with this hash is held (and marks it used in this
+ * window); if not, the caller takes it from the kernel and puts it. */
+bool wc_stacks_has(struct wc_stacks *s, uint64_t hash);
+int wc_stacks_put(struct wc_stacks *s, uint64_t hash,
+		  const struct wc_stack *st);
+bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
+		   struct wc_stack_view *out);
+
+typedef void (*wc_stack_entry_fn)(void *arg, const struct wc_stack_entry *e);
+void wc_stacks_foreach(const struct wc_stacks *s, wc_stack_entry_fn fn,
+		       void *arg);
+
+/* Close the window: weights go, stacks unnamed for a whole window go. */
+void wc_stacks_next_window(struct wc_stacks *s);
+
+void wc_stacks_stats(const struct wc_stacks *s, struct wc_stacks_stats *out);
+
+#endif /* WC_STACKS_H */
