@@ -26,6 +26,15 @@ void wc_config_init(struct wc_config *cfg)
 	cfg->unmatched_other = true;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s",
 		 DEFAULT_SPOOL_DIR);
+	cfg->stacks = true;
+	cfg->min_block_us = 1000;
+	cfg->stack_entries = 16384;
+	cfg->flush_interval_s = 60;
+	cfg->top_stacks = 500;
+	cfg->spool_gzip = false;
+	cfg->keep_files = 1440; /* a day of minutes */
+	cfg->keep_hours = 168;
+	cfg->keep_mib = 1024;
 }
 
 void wc_config_free(struct wc_config *cfg)
@@ -237,6 +246,10 @@ static int set_spool_dir(struct wc_config *cfg, const char *key,
 	return 0;
 }
 
+static int set_stack_option(struct wc_config *cfg, const char *key,
+			    const struct wc_cval *vals, int nvals, char *err,
+			    size_t errlen);
+
 int wc_config_set(struct wc_config *cfg, const char *key,
 		  const struct wc_cval *vals, int nvals, char *err,
 		  size_t errlen)
@@ -264,6 +277,41 @@ int wc_config_set(struct wc_config *cfg, const char *key,
 		return set_unmatched(cfg, key, vals, nvals, err, errlen);
 	if (strcasecmp(key, "SpoolDir") == 0)
 		return set_spool_dir(cfg, key, vals, nvals, err, errlen);
+	return set_stack_option(cfg, key, vals, nvals, err, errlen);
+}
+
+/* The stack and spool options; the last in the chain, so it names
+ * unknown keys. */
+static int set_stack_option(struct wc_config *cfg, const char *key,
+			    const struct wc_cval *vals, int nvals, char *err,
+			    size_t errlen)
+{
+	if (strcasecmp(key, "Stacks") == 0)
+		return get_bool(key, vals, nvals, &cfg->stacks, err, errlen);
+	if (strcasecmp(key, "MinBlockMicroseconds") == 0)
+		return get_uint(key, vals, nvals, 0, WC_MIN_BLOCK_US_MAX,
+				&cfg->min_block_us, err, errlen);
+	if (strcasecmp(key, "StackStorage") == 0)
+		return get_uint(key, vals, nvals, WC_STACKS_MIN, WC_STACKS_MAX,
+				&cfg->stack_entries, err, errlen);
+	if (strcasecmp(key, "FlushInterval") == 0)
+		return get_uint(key, vals, nvals, 1, WC_FLUSH_S_MAX,
+				&cfg->flush_interval_s, err, errlen);
+	if (strcasecmp(key, "TopStacks") == 0)
+		return get_uint(key, vals, nvals, 1, WC_TOP_STACKS_MAX,
+				&cfg->top_stacks, err, errlen);
+	if (strcasecmp(key, "SpoolCompress") == 0)
+		return get_bool(key, vals, nvals, &cfg->spool_gzip, err,
+				errlen);
+	if (strcasecmp(key, "SpoolKeepFiles") == 0)
+		return get_uint(key, vals, nvals, 0, 10000000, &cfg->keep_files,
+				err, errlen);
+	if (strcasecmp(key, "SpoolKeepHours") == 0)
+		return get_uint(key, vals, nvals, 0, 87600, &cfg->keep_hours,
+				err, errlen);
+	if (strcasecmp(key, "SpoolKeepMiB") == 0)
+		return get_uint(key, vals, nvals, 0, 16777216, &cfg->keep_mib,
+				err, errlen);
 	return wc_err(err, errlen, "unknown option \"%s\"", key);
 }
 

@@ -26,6 +26,11 @@
 #define WC_THREADS_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
 #define WC_EXIT_KIB_MIN 64
 #define WC_EXIT_KIB_MAX 262144
+#define WC_MIN_BLOCK_US_MAX 60000000 /* a minute */
+#define WC_STACKS_MIN 1024
+#define WC_STACKS_MAX 1048576
+#define WC_FLUSH_S_MAX 86400
+#define WC_TOP_STACKS_MAX 1000000
 
 enum wc_cval_type { WC_CVAL_STRING, WC_CVAL_NUMBER, WC_CVAL_BOOL };
 
@@ -53,7 +58,16 @@ struct wc_config {
 	unsigned int exit_ring_kib;
 	bool unmatched_other; /* false: unmatched processes are dropped */
 	char spool_dir[PATH_MAX];
-	struct wc_selection *sel; /* owned, nsel entries */
+	bool stacks;		       /* Stacks */
+	unsigned int min_block_us;     /* MinBlockMicroseconds */
+	unsigned int stack_entries;    /* StackStorage */
+	unsigned int flush_interval_s; /* FlushInterval */
+	unsigned int top_stacks;       /* TopStacks */
+	bool spool_gzip;	       /* SpoolCompress */
+	unsigned int keep_files;       /* SpoolKeepFiles, 0: no limit */
+	unsigned int keep_hours;       /* SpoolKeepHours, 0: no limit */
+	unsigned int keep_mib;	       /* SpoolKeepMiB, 0: no limit */
+	struct wc_selection *sel;      /* owned, nsel entries */
 	size_t nsel;
 };
 

@@ -396,6 +396,53 @@ static void test_spool_dir_set(void)
 	wc_config_free(&c);
 }
 
+/* Stack and spool options: defaults, the accepted range's ends, and a
+ * refusal on each side of it. */
+static void test_stack_options(void)
+{
+	static const struct {
+		const char *key;
+		double lo, hi;
+	} ranges[] = {
+		{"MinBlockMicroseconds", 0, 60000000},
+		{"StackStorage", 1024, 1048576},
+		{"FlushInterval", 1, 86400},
+		{"TopStacks", 1, 1000000},
+		{"SpoolKeepFiles", 0, 10000000},
+		{"SpoolKeepHours", 0, 87600},
+		{"SpoolKeepMiB", 0, 16777216},
+	};
+	struct wc_config c;
+	size_t i;
+
+	wc_config_init(&c);
+	CHECK(c.stacks && c.min_block_us == 1000 && c.stack_entries == 16384);
+	CHECK(c.flush_interval_s == 60 && c.top_stacks == 500);
+	CHECK(!c.spool_gzip && c.keep_files == 1440 && c.keep_hours == 168 &&
+	      c.keep_mib == 1024);
+	CHECK(set1(&c, "Stacks", bool_v(false)) == 0 && !c.stacks);
+	CHECK(set1(&c, "SpoolCompress", bool_v(true)) == 0 && c.spool_gzip);
+	CHECK(set1(&c, "MinBlockMicroseconds", num_v(250)) == 0 &&
+	      c.min_block_us == 250);
+	wc_config_free(&c);
+	for (i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		wc_config_init(&c);
+		CHECK(set1(&c, ranges[i].key, num_v(ranges[i].lo)) == 0);
+		CHECK(set1(&c, ranges[i].key, num_v(ranges[i].hi)) == 0);
+		wc_config_free(&c);
+		if (ranges[i].lo > 0)
+			BAD(NULL, ranges[i].key, "must be a whole number",
+			    num_v(ranges[i].lo - 1));
+		BAD(NULL, ranges[i].key, "must be a whole number",
+		    num_v(ranges[i].hi + 1));
+		BAD(NULL, ranges[i].key, "must be a whole number", num_v(1.5));
+		BAD(NULL, ranges[i].key, "must be a whole number", str_v("10"));
+		BAD_NONE(ranges[i].key);
+	}
+	BAD(NULL, "Stacks", "must be true or false", num_v(1));
+	BAD(NULL, "SpoolCompress", "must be true or false", str_v("gzip"));
+}
+
 /* --- wc_config_finish: the spool directory on disk --- */
 
 static char tmpdir[64];
@@ -561,6 +608,7 @@ int main(void)
 	RUN(test_finish_good);
 	RUN(test_finish_not_a_dir);
 	RUN(test_finish_symlink);
+	RUN(test_stack_options);
 	RUN(test_finish_writable_by_others);
 	RUN(test_finish_foreign_owner);
 	RUN(test_finish_parent_missing);
