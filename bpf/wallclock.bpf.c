@@ -79,6 +79,10 @@ struct wc_task {
 	__u64 pend_ns;
 	__u64 pend_kstack;
 	__u32 pend_kind;
+	/* se.sum_exec_runtime at the thread's last sample: a sample's stack
+	 * is weighted with the run time since, so each thread's stacks add
+	 * up to its own run time, whatever the sampling luck of others. */
+	__u64 sample_exec_ns;
 };
 
 struct {
@@ -131,6 +135,9 @@ struct {
 	__type(value, __u64);
 } stack_counts SEC(".maps");
 
+#define SCAN_WORDS 32
+#define SCAN_CALLERS 4
+
 /* Per-CPU stack buffers, one per program that walks stacks.  The sampler
  * (hard IRQ) and the wake-up hook (IRQs off under the run-queue lock)
  * cannot be interrupted by another user of theirs on the same CPU; the
@@ -139,6 +146,10 @@ struct {
 struct scratch {
 	struct wc_stack k;
 	struct wc_stack u;
+	struct wc_stack walk;	     /* the frame-pointer walk, before callers
+					are spliced in */
+	__u64 words[SCAN_WORDS];     /* the top of the user stack */
+	__u64 callers[SCAN_CALLERS]; /* return addresses found in it */
 	__u64 busy;
 };
 
@@ -155,6 +166,11 @@ struct {
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
+
+/* CLOCK_MONOTONIC when user space last flushed stacks (it writes this):
+ * a wait that began before is only charged from here on, since the part
+ * before was already shown, as an ongoing wait, in the previous file. */
+__u64 window_start_ns;
 
 static __always_inline void count_n(enum wc_counter c, __u64 n)
 {
@@ -236,6 +252,118 @@ static __always_inline struct scratch *scratch_buf(__u32 which)
 	return bpf_map_lookup_elem(&scratch, &which);
 }
 
+/*
+ * Frame pointers lose the caller of a function built without them, and
+ * Debian's libc is: a thread blocked in nanosleep() shows libc and then
+ * the caller's caller.  The lost return address is on the stack between
+ * the stack pointer and the frame pointer (the frame of the function
+ * without one), so look there for words that point into executable memory
+ * right after a call instruction, and splice them in after the innermost
+ * frame, in stack order (which is call order).  Requiring both makes a
+ * stale pointer in a local variable an unlikely impostor.
+ */
+#define K_VM_EXEC 0x4
+
+static long vma_exec(struct task_struct *task, struct vm_area_struct *vma,
+		     void *data)
+{
+	*(bool *)data = vma->vm_flags & K_VM_EXEC;
+	return 0;
+}
+
+/* x86-64 calls: e8 rel32 (5 bytes), and ff /2 in its 2, 3, 4, 6 and 7
+ * byte forms (register, disp8, sib+disp8, disp32 or rip, sib+disp32). */
+static __always_inline bool after_call(__u64 ret)
+{
+	__u8 b[8];
+
+	if (bpf_probe_read_user(b, sizeof(b), (void *)(ret - 8)))
+		return false;
+	if (b[3] == 0xe8)
+		return true;
+	return (b[6] == 0xff && (b[7] & 0x38) == 0x10) ||
+	       (b[5] == 0xff && (b[6] & 0x38) == 0x10) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[2] == 0xff && (b[3] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
+static __always_inline __u32 find_callers(struct scratch *sc,
+					  struct task_struct *task,
+					  struct pt_regs *regs)
+{
+	__u64 sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
+	__u32 i, n = 0, words;
+
+	if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 4)
+		return 0;
+	words = (bp - sp) / 8;
+	if (words > SCAN_WORDS)
+		words = SCAN_WORDS;
+	if (bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)sp))
+		return 0;
+	for (i = 0; i < SCAN_WORDS && i < words; i++) {
+		__u64 w = sc->words[i];
+		bool exec = false;
+
+		/* user text, not the stack itself */
+		if (w < 0x10000 || w >= 0x800000000000ULL ||
+		    (w >= sp - 0x100000 && w < sp + 0x800000))
+			continue;
+		bpf_find_vma(task, w, vma_exec, &exec, 0);
+		if (!exec || !after_call(w))
+			continue;
+		if (n < SCAN_CALLERS)
+			sc->callers[n] = w;
+		if (++n >= SCAN_CALLERS)
+			break;
+	}
+	return n;
+}
+
+/* out = walk[0], callers, walk[1..]: at most WC_STACK_DEPTH frames. */
+static __always_inline void splice(struct wc_stack *out,
+				   const struct wc_stack *walk,
+				   const __u64 *callers, __u32 ncallers)
+{
+	__u32 i, j;
+
+	out->nr = 0;
+	if (walk->nr == 0)
+		return;
+	out->ip[0] = walk->ip[0];
+	for (i = 0; i < SCAN_CALLERS && i < ncallers; i++) {
+		out->ip[1 + i] = callers[i];
+		barrier();
+	}
+	for (j = 1; j < WC_STACK_DEPTH && j < walk->nr; j++) {
+		__u32 k = j + i;
+
+		if (k >= WC_STACK_DEPTH)
+			break;
+		out->ip[k] = walk->ip[j];
+		barrier(); /* a loop, not a memmove call BPF lacks */
+	}
+	out->nr = walk->nr + i > WC_STACK_DEPTH ? WC_STACK_DEPTH : walk->nr + i;
+}
+
+/* A user stack, walked by frame pointers, callers recovered; its hash. */
+static __always_inline __u64 user_stack(void *ctx, struct scratch *sc,
+					struct task_struct *task,
+					struct pt_regs *regs)
+{
+	long len = bpf_get_stack(ctx, sc->walk.ip, sizeof(sc->walk.ip),
+				 BPF_F_USER_STACK);
+	__u32 n;
+
+	if (len <= 0)
+		return save_stack(&sc->u, len);
+	sc->walk.nr = (__u32)(len / sizeof(__u64));
+	n = find_callers(sc, task, regs);
+	splice(&sc->u, &sc->walk, sc->callers, n);
+	return save_stack(&sc->u, (long)sc->u.nr * sizeof(__u64));
+}
+
 /* The idle tasks all have pid 0: they are not threads anyone profiles. */
 static __always_inline bool profiled(struct task_struct *t)
 {
@@ -281,6 +409,7 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	init.state = state;
 	init.ckpt = now;
 	init.exec_ns = task->se.sum_exec_runtime;
+	init.sample_exec_ns = init.exec_ns;
 	t = bpf_task_storage_get(&tasks, task, &init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
@@ -501,8 +630,12 @@ static __always_inline void note_wait(struct task_struct *p, struct wc_task *t,
 				      __u32 kind, __u64 wait_ns)
 {
 	struct scratch *sc = scratch_buf(SCRATCH_WAKE);
-	__u64 kh = STACK_NONE;
+	__u64 kh = STACK_NONE, start = window_start_ns, mono;
 	long len;
+
+	mono = bpf_ktime_get_ns();
+	if (start && mono > start && wait_ns > mono - start)
+		wait_ns = mono - start;
 
 	if (sc) {
 		len = bpf_get_task_stack(p, sc->k.ip, sizeof(sc->k.ip), 0);
@@ -595,23 +728,26 @@ static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id)
 }
 
 static __always_inline void sample_stacks(struct bpf_perf_event_data *ctx,
-					  struct task_struct *task, __u64 n)
+					  struct task_struct *task,
+					  struct wc_task *t)
 {
 	struct scratch *sc = scratch_buf(SCRATCH_SAMPLE);
-	__u64 uh, kh;
+	__u64 uh, kh, exec_ns = task->se.sum_exec_runtime, ran;
 	long len;
 
-	if (!sc)
+	/* the scheduler updates the run time at its own ticks: nothing new
+	 * since the last sample is nothing to weigh */
+	if (!sc || exec_ns <= t->sample_exec_ns)
 		return;
+	ran = exec_ns - t->sample_exec_ns;
+	t->sample_exec_ns = exec_ns;
 	len = bpf_get_stack(ctx, sc->k.ip, sizeof(sc->k.ip), 0);
 	kh = save_stack(&sc->k, len);
 	uh = STACK_NONE;
-	if (!(task->flags & K_PF_KTHREAD)) {
-		len = bpf_get_stack(ctx, sc->u.ip, sizeof(sc->u.ip),
-				    BPF_F_USER_STACK);
-		uh = save_stack(&sc->u, len);
-	}
-	add_weight(task->tgid, WC_ONCPU, uh, kh, n);
+	if (!(task->flags & K_PF_KTHREAD))
+		uh = user_stack(ctx, sc, task,
+				(struct pt_regs *)bpf_task_pt_regs(task));
+	add_weight(task->tgid, WC_ONCPU, uh, kh, ran);
 }
 
 SEC("perf_event")
@@ -636,7 +772,7 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 	}
 	t->samples += n;
 	if (stacks_enabled)
-		sample_stacks(ctx, task, n);
+		sample_stacks(ctx, task, t);
 	count_n(WC_CNT_SAMPLES, n);
 	if (n > 1)
 		count_n(WC_CNT_SAMPLES_LATE, n - 1);
@@ -652,15 +788,13 @@ int BPF_PROG(wc_sys_exit, struct pt_regs *regs, long ret)
 	struct wc_task *t = bpf_task_storage_get(&tasks, task, 0, 0);
 	struct scratch *sc;
 	__u64 uh = STACK_NONE;
-	long len;
 
 	if (!t || !t->pend_ns)
 		return 0;
 	sc = scratch_buf(SCRATCH_SYS_EXIT);
 	if (sc && __sync_lock_test_and_set(&sc->busy, 1) == 0) {
-		len = bpf_get_stack(ctx, sc->u.ip, sizeof(sc->u.ip),
-				    BPF_F_USER_STACK);
-		uh = save_stack(&sc->u, len);
+		uh = user_stack(ctx, sc, task,
+				(struct pt_regs *)bpf_task_pt_regs(task));
 		/* only this CPU contends for it: order, not atomicity */
 		barrier();
 		WRITE_ONCE(sc->busy, 0);

@@ -89,9 +89,10 @@ enum wc_counter {
  * Stacks.  A stack is stored once, under a 64-bit hash of its addresses (0
  * means "no stack": a user stack of a kernel thread, or one the kernel
  * could not walk); weights are summed per (process, kind, user stack,
- * kernel stack).  On-CPU weights are sample ticks, off-CPU weights are
- * nanoseconds of the wait that ended (sleep or I/O), recorded only for
- * waits of at least MinBlockMicroseconds.  User space drains both tables at
+ * kernel stack).  On-CPU weights are nanoseconds of the thread's run time
+ * since its previous sample, charged to the stack the sample found;
+ * off-CPU weights are nanoseconds of the wait that ended (sleep or I/O),
+ * recorded only for waits of at least MinBlockMicroseconds.  User space drains both tables at
  * every read.
  */
 #define WC_STACK_DEPTH 127 /* the kernel's default perf_event_max_stack */

@@ -29,6 +29,7 @@ static struct {
 	bool configured;
 	struct wc_engine *engine;
 	uint64_t read_errors;
+	cdtime_t read_time; /* of this read: every value and the flush's file */
 } ctx;
 
 static void log_sink(enum wc_log_level level, const char *msg)
@@ -125,6 +126,7 @@ static void submit(const char *group, const char *type, const char *tinst,
 
 	vl.values = &value;
 	vl.values_len = 1;
+	vl.time = ctx.read_time;
 	sstrncpy(vl.plugin, PLUGIN, sizeof(vl.plugin));
 	sstrncpy(vl.plugin_instance, group, sizeof(vl.plugin_instance));
 	sstrncpy(vl.type, type, sizeof(vl.type));
@@ -169,6 +171,35 @@ static void submit_gauge(const char *tinst, double v)
 	submit("", "gauge", tinst, (value_t){.gauge = v});
 }
 
+/* Stack capture, symbolization and the spool: what was dropped, how well
+ * frames resolve, how long a flush takes. */
+static void submit_stack_self(const struct wc_self_stats *s)
+{
+	submit_derive("stacks_full", s->bpf.v[WC_CNT_STACKS_FULL]);
+	submit_derive("stack_counts_full", s->bpf.v[WC_CNT_STACK_COUNTS_FULL]);
+	submit_derive("stack_errors", s->bpf.v[WC_CNT_STACK_ERRORS]);
+	submit_derive("offcpu_stacks", s->bpf.v[WC_CNT_OFFCPU_STACKS]);
+	submit_derive("offcpu_no_user_stack", s->bpf.v[WC_CNT_OFFCPU_NO_USER]);
+	submit_derive("window_weights_dropped", s->window.weights_dropped);
+	submit_derive("window_stacks_dropped", s->window.stacks_dropped);
+	submit_derive("stacks_lost", s->flush.stacks_lost);
+	submit_derive("frames", s->flush.frames);
+	submit_derive("frames_named", s->flush.frames_named);
+	submit_derive("symbol_cache_hits", s->flush.sym_hits);
+	submit_derive("symbol_cache_misses", s->flush.sym_misses);
+	submit_derive("spool_files", s->flush.files_written);
+	submit_derive("spool_write_errors", s->flush.write_errors);
+	submit_gauge("window_stacks", s->window.stacks);
+	submit_gauge("flush_lines", (double)s->flush.lines);
+	submit("", "bytes", "symbol_cache",
+	       (value_t){.gauge = (double)s->flush.sym_bytes});
+	submit("", "bytes", "spool",
+	       (value_t){.gauge = (double)s->flush.spool_bytes});
+	if (s->flush.flushes)
+		submit("", "duration", "flush",
+		       (value_t){.gauge = (double)s->flush.flush_ns / 1e9});
+}
+
 /* The profiler's own health, under the plugin without an instance (no
  * group name can be empty, so these never collide with a group). */
 static void submit_self(void)
@@ -199,6 +230,8 @@ static void submit_self(void)
 	       (value_t){.gauge = 100.0 * s.table_fill});
 	submit("", "duration", "read",
 	       (value_t){.gauge = (double)s.read_ns / 1e9});
+	if (s.stacks)
+		submit_stack_self(&s);
 }
 
 /* A failing read is logged and counted but reported as success: collectd
@@ -208,6 +241,7 @@ static int wc_read_cb(user_data_t *ud)
 	char err[512];
 
 	(void)ud;
+	ctx.read_time = cdtime();
 	if (wc_engine_read(ctx.engine, err, sizeof(err))) {
 		if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
 			WARNING(PLUGIN " plugin: read failed (%" PRIu64
@@ -215,6 +249,8 @@ static int wc_read_cb(user_data_t *ud)
 				ctx.read_errors, err);
 	}
 	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
+	/* after the dispatch, so a file's totals are the values just sent */
+	wc_engine_maybe_flush(ctx.engine, (time_t)(ctx.read_time >> 30));
 	submit_self();
 	return 0;
 }
@@ -240,6 +276,11 @@ static int wc_init_cb(void)
 	INFO(PLUGIN " plugin: profiling at %u Hz on %u CPUs%s",
 	     ctx.cfg.sample_hz, s.ncpus,
 	     ctx.cfg.kthreads ? ", kernel threads included" : "");
+	if (ctx.cfg.stacks)
+		INFO(PLUGIN " plugin: stacks of waits from %u us on, top %u "
+			    "stacks to %s every %u s",
+		     ctx.cfg.min_block_us, ctx.cfg.top_stacks,
+		     ctx.cfg.spool_dir, ctx.cfg.flush_interval_s);
 	return plugin_register_complex_read(NULL, PLUGIN, wc_read_cb, 0, NULL);
 }
 

@@ -53,6 +53,7 @@ struct group {
 	uint64_t d_samples;
 	uint64_t cum_ns[WC_NSLOTS];
 	uint64_t cum_samples;
+	uint64_t serial; /* which life of the slot: counters restart per life */
 };
 
 /* A slab of fixed-size entries with a free list; entries are scanned only
@@ -86,6 +87,7 @@ struct wc_account {
 	uint32_t other;
 	bool other_used;
 	struct waiting *scratch; /* pslab.cap entries, for ranking */
+	uint64_t serials;	 /* group lives handed out */
 	struct wc_account_stats stats;
 };
 
@@ -439,6 +441,7 @@ static uint32_t open_group(struct wc_account *a, const char *name)
 	memset(&a->groups[g], 0, sizeof(a->groups[g]));
 	snprintf(a->groups[g].name, WC_NAME_MAX, "%s", name);
 	a->groups[g].used = true;
+	a->groups[g].serial = ++a->serials;
 	return g;
 }
 
@@ -589,6 +592,7 @@ void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg)
 		if (!dispatched(a, i))
 			continue;
 		v.name = g->name;
+		v.serial = g->serial;
 		memcpy(v.time_ns, g->cum_ns, sizeof(v.time_ns));
 		v.samples = g->cum_samples;
 		v.threads = g->threads;

@@ -47,6 +47,8 @@ struct wc_group_view {
 	uint64_t time_ns[WC_NSLOTS];
 	uint64_t samples;
 	uint32_t threads;
+	uint64_t serial; /* changes when the group is evicted and comes back,
+			    its counters restarting from zero */
 };
 
 struct wc_account_stats {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -437,6 +438,15 @@ bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 		return false;
 	return bpf_map_lookup_and_delete_elem(bpf_map__fd(c->skel->maps.stacks),
 					      &key, out) == 0;
+}
+
+void wc_collector_new_window(struct wc_collector *c)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	c->skel->bss->window_start_ns =
+		(__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
 void wc_collector_counters(const struct wc_collector *c,

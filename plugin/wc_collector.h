@@ -54,6 +54,9 @@ int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
 			      void *arg, char *err, size_t errlen);
 bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 			     struct wc_stack *out);
+/* A new window of stacks starts now: waits that end later are charged
+ * only from here on. */
+void wc_collector_new_window(struct wc_collector *c);
 
 /* Event counters summed over CPUs (cumulative since open). */
 void wc_collector_counters(const struct wc_collector *c,

@@ -32,6 +32,7 @@ void wc_config_init(struct wc_config *cfg)
 	cfg->flush_interval_s = 60;
 	cfg->top_stacks = 500;
 	cfg->spool_gzip = false;
+	cfg->render_svg = true;
 	cfg->keep_files = 1440; /* a day of minutes */
 	cfg->keep_hours = 168;
 	cfg->keep_mib = 1024;
@@ -300,6 +301,9 @@ static int set_stack_option(struct wc_config *cfg, const char *key,
 	if (strcasecmp(key, "TopStacks") == 0)
 		return get_uint(key, vals, nvals, 1, WC_TOP_STACKS_MAX,
 				&cfg->top_stacks, err, errlen);
+	if (strcasecmp(key, "RenderSVG") == 0)
+		return get_bool(key, vals, nvals, &cfg->render_svg, err,
+				errlen);
 	if (strcasecmp(key, "SpoolCompress") == 0)
 		return get_bool(key, vals, nvals, &cfg->spool_gzip, err,
 				errlen);

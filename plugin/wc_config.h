@@ -64,6 +64,7 @@ struct wc_config {
 	unsigned int flush_interval_s; /* FlushInterval */
 	unsigned int top_stacks;       /* TopStacks */
 	bool spool_gzip;	       /* SpoolCompress */
+	bool render_svg;	       /* RenderSVG */
 	unsigned int keep_files;       /* SpoolKeepFiles, 0: no limit */
 	unsigned int keep_hours;       /* SpoolKeepHours, 0: no limit */
 	unsigned int keep_mib;	       /* SpoolKeepMiB, 0: no limit */

@@ -1,10 +1,16 @@
 /* wc_engine.c - see wc_engine.h. */
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "wc_engine.h"
 #include "wc_log.h"
 #include "wc_select.h"
+
+/* Room in the window for weights and stacks, relative to StackStorage
+ * (the kernel's tables, drained every read): a window spans many reads. */
+#define WINDOW_FACTOR 4u
+#define WINDOW_STACK_BYTES (64u << 20)
 
 struct wc_engine {
 	const struct wc_config *cfg;
@@ -12,6 +18,10 @@ struct wc_engine {
 	struct wc_collector *collector;
 	struct wc_account *account;
 	uint64_t read_ns;
+	struct wc_stacks *stacks; /* NULL when stacks are off */
+	struct wc_flush *flush;
+	time_t next_flush;
+	uint64_t weights_unowned;
 };
 
 static uint64_t mono_ns(void)
@@ -27,6 +37,33 @@ static void on_record(void *arg, const struct wc_task_rec *rec)
 	wc_account_record(arg, rec);
 }
 
+/* Copy a stack out of the kernel the first time the window names it. */
+static void keep_stack(struct wc_engine *e, uint64_t hash)
+{
+	struct wc_stack st;
+
+	if (hash <= 1 || wc_stacks_has(e->stacks, hash))
+		return;
+	if (wc_collector_take_stack(e->collector, hash, &st))
+		wc_stacks_put(e->stacks, hash, &st);
+}
+
+static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
+{
+	struct wc_engine *e = arg;
+	const char *group = wc_account_group_of(e->account, k->tgid);
+
+	if (!group) {
+		e->weights_unowned++;
+		return;
+	}
+	keep_stack(e, k->ustack);
+	keep_stack(e, k->kstack);
+	wc_stacks_add(e->stacks, group, k, w);
+	if (k->ustack > 1)
+		wc_flush_note(e->flush, (pid_t)k->tgid);
+}
+
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 {
 	uint64_t start = mono_ns();
@@ -36,8 +73,48 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	rc = wc_collector_poll(e->collector, on_record, e->account, err,
 			       errlen);
 	wc_account_end(e->account);
+	/* after the accounting: processes that died in this read are still
+	 * known, and new ones have their group */
+	if (e->stacks && rc == 0)
+		rc = wc_collector_drain_stacks(e->collector, on_weight, e, err,
+					       errlen);
 	e->read_ns = mono_ns() - start;
 	return rc;
+}
+
+static void flush_group(void *arg, const struct wc_group_view *g)
+{
+	wc_flush_group(arg, g);
+}
+
+int wc_engine_maybe_flush(struct wc_engine *e, time_t now)
+{
+	if (!e->stacks || now < e->next_flush)
+		return 0;
+	wc_collector_new_window(e->collector);
+	wc_flush_begin(e->flush);
+	wc_account_foreach(e->account, flush_group, e->flush);
+	wc_flush_write(e->flush, e->stacks, now);
+	wc_stacks_next_window(e->stacks);
+	/* on the interval's grid, so files stay evenly spaced */
+	while (e->next_flush <= now)
+		e->next_flush += e->cfg->flush_interval_s;
+	return 1;
+}
+
+static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
+{
+	uint32_t n = e->cfg->stack_entries * WINDOW_FACTOR;
+
+	if (wc_stacks_new(n, n, WINDOW_STACK_BYTES, &e->stacks))
+		return wc_err(err, errlen,
+			      "out of memory for %u stacks (StackStorage)",
+			      e->cfg->stack_entries);
+	e->flush = wc_flush_new(e->cfg, err, errlen);
+	if (!e->flush)
+		return -1;
+	e->next_flush = time(NULL) + e->cfg->flush_interval_s;
+	return 0;
 }
 
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
@@ -47,6 +124,9 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.sample_hz = cfg->sample_hz,
 		.kthreads = cfg->kthreads,
 		.exit_ring_kib = cfg->exit_ring_kib,
+		.stacks = cfg->stacks,
+		.min_block_us = cfg->min_block_us,
+		.stack_entries = cfg->stack_entries,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,
@@ -65,11 +145,17 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 			      "out of memory for %u threads (MaxThreads)",
 			      cfg->max_threads);
 	}
-	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
+	if ((cfg->stacks && open_stacks(e, err, errlen)) ||
+	    wc_collector_open(&copts, &e->collector, err, errlen) ||
 	    wc_engine_read(e, err, errlen)) {
 		wc_engine_close(e);
 		return -1;
 	}
+	/* what the baseline read drained happened before the counters'
+	 * baseline: not part of the first window */
+	if (e->stacks)
+		wc_stacks_next_window(e->stacks);
+	wc_collector_new_window(e->collector);
 	*out = e;
 	return 0;
 }
@@ -82,6 +168,7 @@ void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
 
 void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 {
+	memset(out, 0, sizeof(*out));
 	wc_collector_counters(e->collector, &out->bpf);
 	wc_account_stats(e->account, &out->acct);
 	out->read_ns = e->read_ns;
@@ -91,6 +178,12 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 					   : out->acct.processes) /
 			  e->cfg->max_threads;
 	out->ncpus = wc_collector_ncpus(e->collector);
+	out->stacks = e->stacks != NULL;
+	if (!e->stacks)
+		return;
+	wc_stacks_stats(e->stacks, &out->window);
+	wc_flush_stats(e->flush, &out->flush);
+	out->weights_unowned = e->weights_unowned;
 }
 
 void wc_engine_close(struct wc_engine *e)
@@ -99,5 +192,7 @@ void wc_engine_close(struct wc_engine *e)
 		return;
 	wc_collector_close(e->collector);
 	wc_account_free(e->account);
+	wc_flush_free(e->flush);
+	wc_stacks_free(e->stacks);
 	free(e);
 }

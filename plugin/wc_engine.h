@@ -2,7 +2,8 @@
  * wc_engine.h - one running profile: the collector, the group selector and
  * the accounting, driven one read at a time.
  *
- * Owns: all of the above; borrows the configuration, which must outlive
+ * Owns: all of the above, plus the window of stacks and the flush that
+ * writes it, when stacks are on; borrows the configuration, which must outlive
  * the engine.  Front ends (the collectd plugin, command-line tools) call
  * read on their own clock and then walk the groups; neither re-implements
  * the orchestration.  Not thread-safe: one caller at a time.
@@ -15,6 +16,8 @@
 #include "wc_account.h"
 #include "wc_collector.h"
 #include "wc_config.h"
+#include "wc_flush.h"
+#include "wc_stacks.h"
 
 struct wc_engine;
 
@@ -25,6 +28,10 @@ struct wc_self_stats {
 	double exit_ring_fill; /* 0..1, when the last read drained it */
 	double table_fill;     /* 0..1: tracked threads / MaxThreads */
 	unsigned int ncpus;    /* CPUs sampled */
+	bool stacks;	       /* the rest is about stacks, if on */
+	struct wc_stacks_stats window;
+	struct wc_flush_stats flush;
+	uint64_t weights_unowned; /* weights of dropped or unknown processes */
 };
 
 /* Loads and attaches, then takes the baseline: what threads do from here
@@ -32,8 +39,12 @@ struct wc_self_stats {
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen);
 
-/* Bring every group's counters up to now. */
+/* Bring every group's counters up to now, and gather the stacks. */
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
+
+/* After a read: if FlushInterval has passed since the last flush (or the
+ * open), write the window's stacks to the spool.  1 if it flushed. */
+int wc_engine_maybe_flush(struct wc_engine *e, time_t now);
 
 void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
 			     void *arg);

@@ -89,6 +89,7 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 	wc_config_init(cfg);
 	cfg->kthreads = kthreads;
 	cfg->sample_hz = 99;
+	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s/spool", bin_dir);
 	if (wc_engine_open(cfg, &e, err, sizeof(err))) {
 		printf("  engine: %s\n", err);
 		return NULL;
@@ -411,6 +412,30 @@ static void test_close_unloads_everything(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
+	/* switch, two wake-ups, sampler, iterator, and with stacks sys_exit */
+	CHECK(our_programs(before + 6) == before + 6);
+	wc_engine_close(e);
+	wc_config_free(&cfg);
+	CHECK(our_programs(before) == before);
+}
+
+/* Without stacks, the syscall-exit hook is not even loaded. */
+static void test_no_stacks_no_sys_exit(void)
+{
+	struct wc_config cfg;
+	struct wc_engine *e = NULL;
+	char err[1024];
+	int before;
+
+	NEED_ROOT();
+	before = count_our_programs();
+	wc_config_init(&cfg);
+	cfg.stacks = false;
+	if (wc_engine_open(&cfg, &e, err, sizeof(err)))
+		printf("  engine: %s\n", err);
+	CHECK(e != NULL);
+	if (!e)
+		return;
 	CHECK(our_programs(before + 5) == before + 5);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
@@ -454,6 +479,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	RUN(test_close_unloads_everything);
+	RUN(test_no_stacks_no_sys_exit);
 	RUN(test_lifetime_matches_kernel);
 	RUN(test_short_lived_threads);
 	RUN(test_exec_from_thread);

@@ -14,7 +14,7 @@ from wctest import (Collectd, Env, bpf_fd_ids, bpftool_list, case, done,
                     leaked_bpf, require_built, wait_until)
 
 EXPECTED = {"wc_switch", "wc_wakeup", "wc_wakeup_new", "wc_sample",
-            "wc_iter"}
+            "wc_iter", "wc_sys_exit"}
 ROUNDS = 3
 
 # The README's table of self metrics, as type-instance.
@@ -26,6 +26,14 @@ SELF_METRICS = [
     "gauge-threads", "gauge-processes", "gauge-groups",
     "gauge-processes_waiting", "gauge-cpus", "percent-exit_ring_fill",
     "percent-table_fill", "duration-read",
+    # with Stacks true (the default)
+    "derive-stacks_full", "derive-stack_counts_full", "derive-stack_errors",
+    "derive-offcpu_stacks", "derive-offcpu_no_user_stack",
+    "derive-window_weights_dropped", "derive-window_stacks_dropped",
+    "derive-stacks_lost", "derive-frames", "derive-frames_named",
+    "derive-symbol_cache_hits", "derive-symbol_cache_misses",
+    "derive-spool_files", "derive-spool_write_errors", "gauge-window_stacks",
+    "gauge-flush_lines", "bytes-symbol_cache", "bytes-spool",
 ]
 
 require_built()
@@ -64,8 +72,8 @@ with Env("lifecycle") as env:
         link_progs = {lk["id"]: lk.get("prog_id")
                       for lk in bpftool_list("link") if lk["id"] in links}
         ncpu = int(cd.csv("", "gauge", "cpus")[-1][1])
-        case(f"{tag}: links: 3 tracepoints, the iterator, one sampler per "
-             f"CPU ({ncpu})", len(link_progs) == 4 + ncpu
+        case(f"{tag}: links: 4 tracepoints, the iterator, one sampler per "
+             f"CPU ({ncpu})", len(link_progs) == 5 + ncpu
              and set(link_progs.values()) <= set(names),
              f"links {link_progs}")
         rc = cd.stop()

@@ -422,6 +422,8 @@ static void test_stack_options(void)
 	      c.keep_mib == 1024);
 	CHECK(set1(&c, "Stacks", bool_v(false)) == 0 && !c.stacks);
 	CHECK(set1(&c, "SpoolCompress", bool_v(true)) == 0 && c.spool_gzip);
+	CHECK(c.render_svg);
+	CHECK(set1(&c, "RenderSVG", bool_v(false)) == 0 && !c.render_svg);
 	CHECK(set1(&c, "MinBlockMicroseconds", num_v(250)) == 0 &&
 	      c.min_block_us == 250);
 	wc_config_free(&c);
@@ -441,6 +443,7 @@ static void test_stack_options(void)
 	}
 	BAD(NULL, "Stacks", "must be true or false", num_v(1));
 	BAD(NULL, "SpoolCompress", "must be true or false", str_v("gzip"));
+	BAD(NULL, "RenderSVG", "must be true or false", num_v(0));
 }
 
 /* --- wc_config_finish: the spool directory on disk --- */

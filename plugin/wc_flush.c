@@ -1,0 +1,425 @@
+/* wc_flush.c - see wc_flush.h. */
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wc_flush.h"
+#include "wc_folded.h"
+#include "wc_log.h"
+#include "wc_spool.h"
+#include "wc_svg.h"
+#include "wc_sym.h"
+
+#define FRAME_LEN 256
+#define MAX_FRAMES (2 * WC_STACK_DEPTH + 2)
+#define KERNEL_SUFFIX "_[k]"
+#define FOLD_BYTES (64u << 20)
+#define SVG_LINE_MAX (1u << 20) /* longer folded lines are not drawn */
+
+/* Run-queue time has no stacks: it is shown by cause. */
+#define RUNQ_WAIT "[waiting for a CPU]"
+#define RUNQ_STEAL "[hypervisor steal]"
+#define STACK_FULL "[stack table full]"
+#define STACK_LOST "[stack lost]"
+
+struct snap {
+	char name[WC_NAME_MAX];
+	uint64_t us[WC_NSLOTS]; /* counters at the last flush */
+	uint64_t serial;	/* of the group's life they belong to */
+	uint32_t gen;		/* flush that last saw the group */
+};
+
+struct wc_flush {
+	const struct wc_config *cfg;
+	struct wc_sym *sym;
+	struct wc_fold *fold;
+	struct wc_spool *spool; /* NULL: nowhere to write */
+	struct snap *snaps;
+	uint32_t nsnaps, max_snaps, gen;
+	time_t last_when; /* end of the previous window */
+	char host[256];
+	/* a folded line being passed to the renderer */
+	char *line;
+	size_t line_len;
+	bool line_too_long;
+	struct wc_flush_stats stats;
+	/* scratch for one stack, root first */
+	const char *frames[MAX_FRAMES];
+	char text[MAX_FRAMES][FRAME_LEN];
+};
+
+static struct wc_spool *open_spool(const struct wc_config *cfg)
+{
+	struct wc_spool_opts o = {
+		.dir = cfg->spool_dir,
+		.gzip = cfg->spool_gzip,
+		.keep_files = cfg->keep_files,
+		.keep_age_s = cfg->keep_hours * 3600u,
+		.keep_bytes = (uint64_t)cfg->keep_mib << 20,
+	};
+	struct wc_spool *s;
+	char err[512];
+
+	s = wc_spool_open(&o, err, sizeof(err));
+	if (!s)
+		wc_log(WC_LOG_ERR,
+		       "spool %s unusable, no stack files will be written "
+		       "(metrics go on): %s",
+		       cfg->spool_dir, err);
+	return s;
+}
+
+static void set_below_label(struct wc_fold *fold, unsigned int us)
+{
+	char label[WC_FOLD_MAX_LABEL];
+
+	if (us % 1000 == 0)
+		snprintf(label, sizeof(label), "[waits < %u ms, or ongoing]",
+			 us / 1000);
+	else
+		snprintf(label, sizeof(label), "[waits < %u us, or ongoing]",
+			 us);
+	wc_fold_set_below_label(fold, label);
+}
+
+struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,
+			      size_t errlen)
+{
+	struct wc_sym_opts so = {0};
+	struct wc_flush *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		wc_err(err, errlen, "out of memory");
+		return NULL;
+	}
+	f->cfg = cfg;
+	f->max_snaps = (uint32_t)cfg->nsel + 1 + cfg->max_groups;
+	f->snaps = calloc(f->max_snaps, sizeof(*f->snaps));
+	f->fold = wc_fold_new(cfg->stack_entries * 2u, FOLD_BYTES);
+	f->sym = wc_sym_new(&so, err, errlen);
+	if (!f->snaps || !f->fold || !f->sym) {
+		if (f->sym)
+			wc_err(err, errlen, "out of memory for %u stacks",
+			       cfg->stack_entries);
+		wc_flush_free(f);
+		return NULL;
+	}
+	set_below_label(f->fold, cfg->min_block_us);
+	f->spool = open_spool(cfg);
+	f->last_when = time(NULL);
+	if (gethostname(f->host, sizeof(f->host) - 1) != 0)
+		snprintf(f->host, sizeof(f->host), "localhost");
+	return f;
+}
+
+void wc_flush_free(struct wc_flush *f)
+{
+	if (!f)
+		return;
+	wc_spool_close(f->spool);
+	wc_sym_free(f->sym);
+	wc_fold_free(f->fold);
+	free(f->snaps);
+	free(f->line);
+	free(f);
+}
+
+void wc_flush_note(struct wc_flush *f, pid_t pid)
+{
+	wc_sym_proc_note(f->sym, pid);
+}
+
+void wc_flush_begin(struct wc_flush *f)
+{
+	wc_fold_reset(f->fold);
+	f->gen++;
+}
+
+static struct snap *snap_of(struct wc_flush *f, const char *name)
+{
+	uint32_t i, free_slot = UINT32_MAX;
+
+	for (i = 0; i < f->nsnaps; i++) {
+		if (strcmp(f->snaps[i].name, name) == 0)
+			return &f->snaps[i];
+		/* a group gone for a whole flush restarts from zero */
+		if (free_slot == UINT32_MAX && f->snaps[i].gen + 1 < f->gen)
+			free_slot = i;
+	}
+	if (free_slot == UINT32_MAX) {
+		if (f->nsnaps == f->max_snaps)
+			return NULL;
+		free_slot = f->nsnaps++;
+	}
+	memset(&f->snaps[free_slot], 0, sizeof(struct snap));
+	snprintf(f->snaps[free_slot].name, WC_NAME_MAX, "%s", name);
+	return &f->snaps[free_slot];
+}
+
+/* The growth of a dispatched counter (cumulative us, floor of the ns) since
+ * the last flush. */
+static uint64_t growth(struct snap *s, const struct wc_group_view *g, int k)
+{
+	uint64_t now = g->time_ns[k] / 1000, d;
+
+	d = now >= s->us[k] ? now - s->us[k] : now;
+	s->us[k] = now;
+	return d;
+}
+
+void wc_flush_group(struct wc_flush *f, const struct wc_group_view *g)
+{
+	const char *runq_wait[] = {RUNQ_WAIT}, *runq_steal[] = {RUNQ_STEAL};
+	struct snap *s = snap_of(f, g->name);
+	uint64_t d[WC_NSLOTS];
+	int k;
+
+	if (!s)
+		return; /* more groups than configured: cannot happen */
+	s->gen = f->gen;
+	if (s->serial != g->serial) {
+		/* a new life of the group: its counters started at zero */
+		memset(s->us, 0, sizeof(s->us));
+		s->serial = g->serial;
+	}
+	for (k = 0; k < WC_NSLOTS; k++)
+		d[k] = growth(s, g, k);
+	wc_fold_set_total(f->fold, g->name, WC_FOLD_ONCPU, d[WC_T_ONCPU]);
+	wc_fold_set_total(f->fold, g->name, WC_FOLD_SLEEP, d[WC_T_SLEEP]);
+	wc_fold_set_total(f->fold, g->name, WC_FOLD_BLOCKED, d[WC_T_BLOCKED]);
+	wc_fold_set_total(f->fold, g->name, WC_FOLD_RUNQ,
+			  d[WC_T_RUNQ] + d[WC_T_STEAL]);
+	/* weights in ns that add up to the total exactly */
+	wc_fold_add(f->fold, g->name, WC_FOLD_RUNQ, runq_wait, 1,
+		    d[WC_T_RUNQ] * 1000);
+	wc_fold_add(f->fold, g->name, WC_FOLD_RUNQ, runq_steal, 1,
+		    d[WC_T_STEAL] * 1000);
+}
+
+/* Frames the BPF programs themselves add to a kernel stack. */
+static bool is_glue(const char *name)
+{
+	static const char *const prefixes[] = {
+		"bpf_prog_",	      "__bpf_prog_",   "bpf_trace_run",
+		"__bpf_trace_",	      "bpf_get_stack", "__bpf_get_stack",
+		"bpf_get_task_stack",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+static size_t put_label(struct wc_flush *f, size_t n, const char *label)
+{
+	if (n < MAX_FRAMES)
+		f->frames[n++] = label;
+	return n;
+}
+
+/* Append a stack, outermost first.  Kernel frames get the suffix, and
+ * lose the BPF glue at their leaf end. */
+static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
+			const struct wc_stacks *st, uint64_t hash, bool kernel)
+{
+	struct wc_stack_view v;
+	size_t first = n, k;
+	uint32_t i;
+
+	if (hash == 0)
+		return n;
+	if (hash == 1)
+		return put_label(f, n, STACK_FULL);
+	if (!wc_stacks_get(st, hash, &v)) {
+		f->stats.stacks_lost++;
+		return put_label(f, n, STACK_LOST);
+	}
+	for (i = v.nr; i-- > 0 && n < MAX_FRAMES;) {
+		char *t = f->text[n];
+		int rc;
+
+		if (kernel)
+			rc = wc_sym_kernel(f->sym, v.ip[i], i > 0, t,
+					   FRAME_LEN - sizeof(KERNEL_SUFFIX));
+		else
+			rc = wc_sym_user(f->sym, pid, v.ip[i], i > 0, t,
+					 FRAME_LEN);
+		f->stats.frames++;
+		f->stats.frames_named += rc == WC_SYM_NAME;
+		f->frames[n++] = t;
+	}
+	if (!kernel)
+		return n;
+	while (n > first + 1 && is_glue(f->frames[n - 1]))
+		n--;
+	for (k = first; k < n; k++)
+		strcat(f->text[k], KERNEL_SUFFIX);
+	return n;
+}
+
+static enum wc_fold_kind fold_kind(uint32_t kind)
+{
+	switch (kind) {
+	case WC_SLEEP:
+		return WC_FOLD_SLEEP;
+	case WC_BLOCKED:
+		return WC_FOLD_BLOCKED;
+	case WC_RUNQ:
+		return WC_FOLD_RUNQ;
+	default:
+		return WC_FOLD_ONCPU;
+	}
+}
+
+struct svg_feed {
+	struct wc_flush *f;
+	struct wc_svg *svg;
+};
+
+struct add_ctx {
+	struct wc_flush *f;
+	const struct wc_stacks *st;
+};
+
+static void add_entry(void *arg, const struct wc_stack_entry *e)
+{
+	struct add_ctx *c = arg;
+	struct wc_flush *f = c->f;
+	size_t n = 0;
+
+	n = put_stack(f, n, (pid_t)e->tgid, c->st, e->ustack, false);
+	n = put_stack(f, n, (pid_t)e->tgid, c->st, e->kstack, true);
+	wc_fold_add(f->fold, e->group, fold_kind(e->kind), f->frames, n,
+		    e->weight);
+}
+
+static int to_spool(void *ctx, const char *buf, size_t len)
+{
+	return wc_spool_write(ctx, buf, len);
+}
+
+/* The renderer takes whole lines; the folded text comes in pieces. */
+static int to_svg(void *ctx, const char *buf, size_t len)
+{
+	struct svg_feed *feed = ctx;
+	struct wc_flush *f = feed->f;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '\n') {
+			if (!f->line_too_long)
+				wc_svg_add_line(feed->svg, f->line,
+						f->line_len);
+			f->line_len = 0;
+			f->line_too_long = false;
+		} else if (f->line_len < SVG_LINE_MAX) {
+			f->line[f->line_len++] = buf[i];
+		} else {
+			f->line_too_long = true;
+		}
+	}
+	return 0;
+}
+
+static void utc(time_t t, const char *fmt, char *buf, size_t len)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, fmt, &tm);
+}
+
+/* The flame graph of this window, next to its folded file. */
+static void write_svg(struct wc_flush *f, time_t when)
+{
+	char title[320], sub[96], from[32], to[32];
+	struct wc_svg_opts o = {0};
+	struct wc_spool_file *file;
+	struct svg_feed feed;
+
+	if (!f->line)
+		f->line = malloc(SVG_LINE_MAX);
+	if (!f->line)
+		return;
+	utc(f->last_when, "%Y-%m-%d %H:%M:%S", from, sizeof(from));
+	utc(when, "%H:%M:%S UTC", to, sizeof(to));
+	snprintf(title, sizeof(title), "wallclock: %s", f->host);
+	snprintf(sub, sizeof(sub), "%s to %s", from, to);
+	o.title = title;
+	o.subtitle = sub;
+	feed.f = f;
+	feed.svg = wc_svg_new(&o);
+	if (!feed.svg)
+		return;
+	f->line_len = 0;
+	f->line_too_long = false;
+	if (wc_fold_emit(f->fold, f->cfg->top_stacks, to_svg, &feed) >= 0) {
+		file = wc_spool_begin(f->spool, when, "svg", false);
+		if (file && wc_svg_emit(feed.svg, to_spool, file) >= 0)
+			wc_spool_commit(file);
+		else
+			wc_spool_abort(file);
+	}
+	wc_svg_free(feed.svg);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int wc_flush_write(struct wc_flush *f, const struct wc_stacks *st, time_t when)
+{
+	struct add_ctx c = {f, st};
+	struct wc_fold_stats fs;
+	struct wc_spool_file *file;
+	uint64_t start = mono_ns();
+	int rc = -1;
+
+	wc_stacks_foreach(st, add_entry, &c);
+	file = f->spool ? wc_spool_begin(f->spool, when, "folded", true) : NULL;
+	if (file) {
+		if (wc_fold_emit(f->fold, f->cfg->top_stacks, to_spool, file) <
+		    0)
+			wc_spool_abort(file);
+		else
+			rc = wc_spool_commit(file);
+	}
+	if (rc == 0 && f->cfg->render_svg)
+		write_svg(f, when);
+	f->last_when = when;
+	wc_fold_get_stats(f->fold, &fs);
+	f->stats.lines = fs.lines;
+	wc_sym_cycle(f->sym);
+	/* Hand back what the window and any reloaded symbol table freed:
+	 * glibc keeps freed large blocks in the heap once its adaptive mmap
+	 * threshold has grown, and the RSS would ratchet up with churn. */
+	malloc_trim(0);
+	f->stats.flushes++;
+	f->stats.flush_ns = mono_ns() - start;
+	return rc;
+}
+
+void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
+{
+	struct wc_spool_stats sp = {0};
+	struct wc_sym_stats sy;
+
+	*out = f->stats;
+	if (f->spool)
+		wc_spool_get_stats(f->spool, &sp);
+	wc_sym_stats(f->sym, &sy);
+	out->files_written = sp.files_written;
+	out->write_errors = sp.write_errors;
+	out->spool_bytes = sp.bytes_in_spool;
+	out->sym_hits = sy.module_hits;
+	out->sym_misses = sy.module_misses;
+	out->sym_bytes = sy.bytes;
+}

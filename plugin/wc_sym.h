@@ -1,0 +1,117 @@
+/*
+ * wc_sym.h - turning user and kernel addresses into function names.
+ *
+ * Owns: the kernel's symbol table (/proc/kallsyms, sorted once); a table
+ * of processes (each a snapshot of its executable mappings, and its JIT
+ * perf map if it has one); a cache of mapped files ("modules", keyed by
+ * device and inode, with their load segments); and the symbol tables of
+ * ELF images, shared by build-id between modules, so every process of one
+ * binary, in any container, uses one table.  All of it lives until
+ * wc_sym_free().
+ *
+ * Bounds, all counted in the stats when hit: at most max_procs processes
+ * (a new one replaces the one idle longest, or is refused while all were
+ * used this cycle); at most max_modules symbol tables, evicted least
+ * recently used (a process whose table was evicted answers with
+ * "module+0xoffset" until its next note reads it again); max_bytes for
+ * everything, kernel table included, of which one table may take half (a
+ * bigger .symtab falls back to .dynsym), the processes' own data
+ * (mappings, perf maps) half, and the kernel half.
+ *
+ * Lifetime of a process: wc_sym_proc_note() snapshots it and loads the
+ * tables its addresses need, so it still resolves after it exits.  The
+ * first note in a cycle re-reads /proc/PID/maps (tens of microseconds)
+ * and rebuilds only if the executable mappings changed; a lookup that
+ * finds nothing re-reads once per cycle (a library loaded, code compiled
+ * since).  wc_sym_proc_exited() keeps a process until the end of the
+ * cycle; one neither noted nor looked up for WC_SYM_IDLE_CYCLES whole
+ * cycles is forgotten.  A pid reused within a cycle without an exit
+ * notice resolves as the old process until the next cycle.
+ *
+ * Files are opened as the process sees them (/proc/PID/map_files, then
+ * PATH inside /proc/PID/root), and debug files are found by build-id or
+ * .gnu_debuglink, checked by build-id or CRC, on the host (debug_root)
+ * and in the process's root.  No network (no debuginfod), no mmap of
+ * files (a truncated file must not SIGBUS us).  Kernel symbols are read
+ * again when /proc/modules changes, or on misses at most once a minute.
+ *
+ * Not thread-safe: one caller (the consumer thread) at a time.
+ */
+#ifndef WC_SYM_H
+#define WC_SYM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WC_SYM_IDLE_CYCLES 2
+
+enum {
+	WC_SYM_UNKNOWN = 0, /* "[unknown]": nothing covers the address */
+	WC_SYM_MODULE = 1,  /* "libfoo.so+0x1234" (file offset) or "[anon]" */
+	WC_SYM_NAME = 2,    /* a function name, demangled */
+};
+
+struct wc_sym_opts {
+	size_t max_procs;	/* processes kept (default 4096) */
+	size_t max_modules;	/* ELF symbol tables cached (default 512) */
+	size_t max_bytes;	/* all caches together (default 64 MiB) */
+	const char *proc_root;	/* default "/proc" */
+	const char *debug_root; /* default "/usr/lib/debug" */
+};
+
+struct wc_sym;
+
+/* NULL on bad options or no memory (err says which).  A kernel whose
+ * symbols cannot be read (kptr_restrict) is logged, not fatal. */
+struct wc_sym *wc_sym_new(const struct wc_sym_opts *o, char *err,
+			  size_t errlen);
+void wc_sym_free(struct wc_sym *s);
+
+/*
+ * Snapshot pid's executable mappings and load what resolving them needs.
+ * After the first note in a cycle this is a hash lookup; the first note in
+ * a new cycle re-reads /proc/PID/maps and rebuilds only if the executable
+ * mappings changed.  0, or -1 if the process is unknown and unreadable.
+ */
+int wc_sym_proc_note(struct wc_sym *s, pid_t pid);
+/* The process exited: keep it until the end of the current cycle. */
+void wc_sym_proc_exited(struct wc_sym *s, pid_t pid);
+/* End of a flush cycle: forget exited and idle processes, trim caches,
+ * reload kernel symbols if modules came or went. */
+void wc_sym_cycle(struct wc_sym *s);
+
+/*
+ * Resolve addr into buf (always NUL-terminated, cut to len).  caller: addr
+ * is a return address (every frame but the innermost), look up addr - 1.
+ * An unknown pid is noted first.  Returns WC_SYM_NAME, WC_SYM_MODULE or
+ * WC_SYM_UNKNOWN.  Names are demangled (C++, Rust) and their control bytes
+ * replaced by '?'.
+ */
+int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
+		char *buf, size_t len);
+/* "func", or "func [module]" for modules; WC_SYM_NAME or WC_SYM_UNKNOWN. */
+int wc_sym_kernel(struct wc_sym *s, uint64_t addr, bool caller, char *buf,
+		  size_t len);
+
+struct wc_sym_stats {
+	uint64_t lookups;	 /* user and kernel */
+	uint64_t names;		 /* ... answered with a name */
+	uint64_t fallbacks;	 /* ... with module+offset */
+	uint64_t unknown;	 /* ... with [unknown] */
+	uint64_t module_hits;	 /* a mapping's file found in the cache */
+	uint64_t module_misses;	 /* ... that had to be read */
+	uint64_t evictions;	 /* tables and processes dropped for bounds */
+	uint64_t over_bounds;	 /* left out for bounds: processes refused,
+				    mappings past the cap, perf maps and
+				    .symtabs over budget */
+	uint64_t procs;		 /* processes held now */
+	uint64_t modules;	 /* symbol tables held now */
+	uint64_t bytes;		 /* memory held now, kernel table included */
+	uint64_t kernel_symbols; /* 0: kernel frames cannot be named */
+};
+
+void wc_sym_stats(const struct wc_sym *s, struct wc_sym_stats *out);
+
+#endif /* WC_SYM_H */

@@ -1,0 +1,95 @@
+/*
+ * wc_sym_mod.h - the cache of mapped files ("modules") and of their ELF
+ * symbol tables.
+ *
+ * Owns: module records, one per file (device and inode from the maps line,
+ * plus size and mtime when map_files can be stat'ed, so a file replaced
+ * under the same inode number is a new module), each holding the file's
+ * name, load segments and build-id; and symbol tables, one per ELF image,
+ * shared by every module with the same build-id (the same libc in every
+ * container is one table).
+ *
+ * Invariants: a module lives while mappings hold a reference to it, and
+ * an unreferenced one lives on (as a cache for the next process of that
+ * binary) while it has a table and has been used in the last
+ * WC_MOD_IDLE_CYCLES cycles.  Tables are bounded by count (max_tables) and
+ * bytes (max_bytes, shared with whatever the caller holds) and evicted
+ * least recently used; a module whose table was evicted is marked so and
+ * answers with name+offset until wc_mod_reload() reads it again.  A table
+ * holds at most max_bytes / 2: a .symtab over that falls back to .dynsym.
+ * Not thread-safe.
+ */
+#ifndef WC_SYM_MOD_H
+#define WC_SYM_MOD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wc_sym_proc.h"
+
+#define WC_MOD_IDLE_CYCLES 8
+/* A vdso is two pages; anything this big is not one. */
+#define WC_MOD_VDSO_MAX (1024 * 1024)
+
+struct wc_mod_cache_opts {
+	size_t max_tables;
+	size_t max_bytes;
+	const char *proc_root;
+	const char *debug_root;
+};
+
+struct wc_mod_stats {
+	uint64_t hits;	 /* a mapping's module found ready */
+	uint64_t misses; /* ... that had to be read (new, or evicted) */
+	uint64_t evictions;
+	uint64_t too_big; /* .symtab over budget, .dynsym used instead */
+	uint64_t tables;
+	uint64_t bytes; /* tables and module records */
+};
+
+struct wc_mod_cache;
+struct wc_mod;
+
+struct wc_mod_cache *wc_mod_cache_new(const struct wc_mod_cache_opts *o);
+void wc_mod_cache_free(struct wc_mod_cache *c);
+
+/*
+ * The module of a file mapping of pid (m from its maps line), read on a
+ * miss through the process's map_files or root.  The caller owns one
+ * reference.  A file that cannot be opened or has no symbols still gets a
+ * module (its name serves the fallback); NULL only without memory.
+ */
+struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
+			   const struct wc_proc_map *m);
+/* The module of pid's [vdso] at [start, end): its image read from the
+ * process's memory, or ours if that fails and ours has the same size. */
+struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
+			   uint64_t end);
+void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod);
+
+/* The module had a table the cache evicted. */
+bool wc_mod_evicted(const struct wc_mod *mod);
+/* Read an evicted module's table again through pid's mapping m. */
+void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
+		   const struct wc_proc_map *m);
+
+/* The function covering file offset off, or NULL.  Marks the table used. */
+const char *wc_mod_lookup(struct wc_mod_cache *c, struct wc_mod *mod,
+			  uint64_t off);
+/* The file's base name, for "name+0xoffset". */
+const char *wc_mod_name(const struct wc_mod *mod);
+
+/* What the caller holds besides, counted against max_bytes when a new
+ * table makes room. */
+void wc_mod_set_other_bytes(struct wc_mod_cache *c, size_t other_bytes);
+/* Keep within bounds; forget idle unreferenced modules.  Call once per
+ * cycle. */
+void wc_mod_cycle(struct wc_mod_cache *c, size_t other_bytes);
+/* Bytes held now: tables and module records. */
+size_t wc_mod_bytes(const struct wc_mod_cache *c);
+
+void wc_mod_stats(const struct wc_mod_cache *c, struct wc_mod_stats *out);
+
+#endif /* WC_SYM_MOD_H */

@@ -1,0 +1,1637 @@
+/*
+ * test_sym.c - the symbolizer against real processes and real files.
+ *
+ * tests/sym/build.sh builds the fixtures into a temporary directory
+ * (WC_SYM_FIXTURES, else mkdtemp under TMPDIR, removed at the end): a
+ * non-PIE and a PIE executable, a dlopen'ed library, stripped binaries
+ * whose symbols live in a .gnu_debuglink or a build-id debug file, C++, a
+ * root for a private mount and pid namespace.  Each fixture runs as a
+ * child that prints the addresses of its functions and waits; the test
+ * notes it and checks the names through every way a profiler meets them:
+ * map_files and /proc/PID/root, a deleted binary, a perf map, the vdso, a
+ * process that exited after its note.  Also: kernel symbols (and a fake
+ * kallsyms that hides its addresses), the cache's sharing, LRU eviction
+ * and bounds, the pure parts (tables, maps and perf map lines, the line
+ * reader) and hostile input (corrupt ELF files and images, garbage perf
+ * maps).  Cost figures are printed as "# ..." lines.
+ *
+ * Fixture cases SKIP with the reason when the fixtures cannot be built
+ * (no compiler); the namespace case needs root.  The fixture sources are
+ * found through WC_SYM_SRC, else $srcdir/tests/sym (automake sets srcdir),
+ * else next to this file.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <gnu/libc-version.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "wc_log.h"
+#include "wc_sym.h"
+#include "wc_sym_elf.h"
+#include "wc_sym_kallsyms.h"
+#include "wc_sym_perfmap.h"
+#include "wc_sym_proc.h"
+#include "wc_sym_tab.h"
+
+#define CHECK_STR_EQ(got, want)                                                \
+	do {                                                                   \
+		const char *g_ = (got), *w_ = (want);                          \
+		if (strcmp(g_, w_) != 0) {                                     \
+			printf("  %s:%d: got \"%s\", want \"%s\"\n", __FILE__, \
+			       __LINE__, g_, w_);                              \
+			check_cur_failed = 1;                                  \
+		}                                                              \
+	} while (0)
+
+/* Resolve and expect a name (rc WC_SYM_NAME and the exact text). */
+#define CHECK_NAME(s, pid, addr, caller, want)                              \
+	do {                                                                \
+		char b_[512];                                               \
+		int r_ = wc_sym_user(s, pid, addr, caller, b_, sizeof(b_)); \
+		CHECK_STR_EQ(b_, want);                                     \
+		CHECK(r_ == WC_SYM_NAME);                                   \
+	} while (0)
+
+static char fxdir[PATH_MAX];
+static bool fxdir_made;
+static char fx_skip[512]; /* why fixture cases cannot run, if they cannot */
+
+/* --- helpers ----------------------------------------------------------- */
+
+/* snprintf, out of -Wformat-truncation's sight: test paths are short. */
+__attribute__((format(printf, 3, 4))) static void fmt(char *out, size_t len,
+						      const char *f, ...)
+{
+	va_list ap;
+
+	va_start(ap, f);
+	vsnprintf(out, len, f, ap);
+	va_end(ap);
+}
+
+static const char *fx(const char *name)
+{
+	static char ring[8][PATH_MAX];
+	static unsigned next;
+	char *p = ring[next++ % 8];
+
+	fmt(p, PATH_MAX, "%s/%s", fxdir, name);
+	return p;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static char last_log[1024];
+
+static void log_sink(enum wc_log_level level, const char *msg)
+{
+	(void)level;
+	fmt(last_log, sizeof(last_log), "%s", msg);
+	printf("# log: %s\n", msg);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out;
+	ssize_t n;
+
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			break;
+	close(in);
+	close(out);
+	return n == 0 ? 0 : -1;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs(text, f);
+	return fclose(f);
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void rm_tree(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Our libc, and its debug file if libc6-dbg (or the like) is installed:
+ * the fixtures run the same libc. */
+static bool libc_debug_file(char *lib, size_t liblen, char *dbg, size_t dbglen)
+{
+	struct wc_elf_info info;
+	struct wc_elf e;
+	Dl_info dl;
+	size_t n;
+	unsigned i;
+
+	if (!dladdr((void *)gnu_get_libc_version, &dl) || !dl.dli_fname)
+		return false;
+	fmt(lib, liblen, "%s", dl.dli_fname);
+	if (wc_elf_open_fd(&e, open(lib, O_RDONLY)))
+		return false;
+	wc_elf_read_info(&e, &info);
+	wc_elf_close(&e);
+	if (info.build_id_len < 2)
+		return false;
+	fmt(dbg, dbglen, "/usr/lib/debug/.build-id/%02x/", info.build_id[0]);
+	for (i = 1, n = strlen(dbg); i < info.build_id_len; i++, n += 2)
+		fmt(dbg + n, dbglen - n, "%02x", info.build_id[i]);
+	fmt(dbg + n, dbglen - n, ".debug");
+	return access(dbg, R_OK) == 0;
+}
+
+/* A running fixture: its host pid and the addresses it printed. */
+#define FX_KEYS 32
+struct fixture {
+	pid_t pid;  /* the process to resolve */
+	pid_t wait; /* the child to reap (differs in the namespace case) */
+	int in;	    /* its stdin: closing it ends the fixture */
+	int n;
+	char key[FX_KEYS][32];
+	uint64_t addr[FX_KEYS];
+};
+
+static bool fx_read(struct fixture *f, int outfd)
+{
+	FILE *out = fdopen(outfd, "r");
+	char line[256], key[32];
+	unsigned long long a;
+	bool ready = false;
+
+	if (!out)
+		return false;
+	while (fgets(line, sizeof(line), out)) {
+		if (!strcmp(line, "ready\n")) {
+			ready = true;
+			break;
+		}
+		if (f->n < FX_KEYS && sscanf(line, "%31s %llx", key, &a) == 2) {
+			fmt(f->key[f->n], sizeof(f->key[0]), "%s", key);
+			f->addr[f->n++] = a;
+		}
+	}
+	fclose(out);
+	return ready;
+}
+
+static void fx_stop(struct fixture *f)
+{
+	if (f->in >= 0)
+		close(f->in);
+	f->in = -1;
+	if (f->wait > 0)
+		waitpid(f->wait, NULL, 0);
+	f->wait = 0;
+}
+
+/* Start argv[0] (a path) with argv; true once it printed "ready". */
+static bool fx_start(struct fixture *f, const char *const *argv)
+{
+	int in[2], out[2];
+
+	memset(f, 0, sizeof(*f));
+	f->in = -1;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
+		return false;
+	fflush(stdout);
+	f->pid = f->wait = fork();
+	if (f->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	f->in = in[1];
+	if (f->pid < 0 || !fx_read(f, out[0])) {
+		fx_stop(f);
+		return false;
+	}
+	return true;
+}
+
+static uint64_t fx_addr(const struct fixture *f, const char *key)
+{
+	int i;
+
+	for (i = 0; i < f->n; i++)
+		if (!strcmp(f->key[i], key))
+			return f->addr[i];
+	printf("  fixture printed no address for %s\n", key);
+	return 0;
+}
+
+static struct wc_sym *sym_new(const char *proc_root, const char *debug_root)
+{
+	struct wc_sym_opts o = {.proc_root = proc_root,
+				.debug_root = debug_root};
+	char err[256];
+	struct wc_sym *s = wc_sym_new(&o, err, sizeof(err));
+
+	if (!s)
+		printf("  wc_sym_new: %s\n", err);
+	return s;
+}
+
+#define NEED_FIXTURES()                \
+	do {                           \
+		if (fx_skip[0])        \
+			SKIP(fx_skip); \
+	} while (0)
+
+/* --- pure parts ----------------------------------------------------------- */
+
+static void test_table(void)
+{
+	struct wc_symtab t;
+	const struct wc_symtab_ent *e;
+	char longname[WC_SYMTAB_NAME_MAX + 100];
+	int i;
+
+	wc_symtab_init(&t, 1 << 20, 16);
+	CHECK(wc_symtab_add(&t, 0x1000, 0x10, "local_alias", 64, 0) == 0);
+	CHECK(wc_symtab_add(&t, 0x1000, 0x20, "global", 64, 2) == 0);
+	CHECK(wc_symtab_add(&t, 0x1000, 0x20, "global_later", 64, 2) == 0);
+	CHECK(wc_symtab_add(&t, 0x3000, 0, "last", 64, 0) == 0);
+	CHECK(wc_symtab_add(&t, 0x2000, 0, "unsized", 64, 0) == 0);
+	CHECK(wc_symtab_add(&t, 0x2008, 4, "after", 64, 0) == 0);
+	errno = 0;
+	CHECK(wc_symtab_add(&t, 0x4000, 4, "", 64, 0) == -1 && errno == EINVAL);
+	CHECK(wc_symtab_finish(&t) == 0);
+	CHECK(t.n == 4);
+	e = wc_symtab_find(&t, 0x101f);
+	CHECK(e && !strcmp(wc_symtab_name(&t, e), "global"));
+	CHECK(!wc_symtab_find(&t, 0x1020));
+	CHECK(!wc_symtab_find(&t, 0xfff));
+	e = wc_symtab_find(&t, 0x2007);
+	CHECK(e && !strcmp(wc_symtab_name(&t, e), "unsized"));
+	e = wc_symtab_find(&t, 0x200b);
+	CHECK(e && !strcmp(wc_symtab_name(&t, e), "after"));
+	CHECK(!wc_symtab_find(&t, 0x200c));
+	/* The last unsized symbol covers unsized_max bytes, no more. */
+	CHECK(wc_symtab_find(&t, 0x300f) && !wc_symtab_find(&t, 0x3010));
+	wc_symtab_free(&t);
+
+	/* Names are cut, never refused for length. */
+	memset(longname, 'n', sizeof(longname));
+	wc_symtab_init(&t, 1 << 20, 1);
+	CHECK(wc_symtab_add(&t, 1, 1, longname, sizeof(longname), 0) == 0);
+	CHECK(wc_symtab_finish(&t) == 0 && t.n == 1);
+	CHECK(strlen(wc_symtab_name(&t, &t.ents[0])) == WC_SYMTAB_NAME_MAX);
+	wc_symtab_free(&t);
+
+	/* The budget holds while building, whatever is thrown at it. */
+	wc_symtab_init(&t, 4096, 1);
+	for (i = 0; i < 100000; i++)
+		if (wc_symtab_add(&t, (uint64_t)i * 8, 4, "some_name", 64, 0))
+			break;
+	CHECK(i < 100000 && errno == E2BIG);
+	CHECK(wc_symtab_bytes(&t) <= 4096);
+	CHECK(wc_symtab_finish(&t) == 0 && t.n == (size_t)i);
+	CHECK(wc_symtab_bytes(&t) <= 4096);
+	wc_symtab_free(&t);
+
+	/* An empty table finds nothing. */
+	wc_symtab_init(&t, 4096, 1);
+	CHECK(wc_symtab_finish(&t) == 0 && t.n == 0);
+	CHECK(!wc_symtab_find(&t, 0) && !wc_symtab_find(&t, UINT64_MAX));
+	wc_symtab_free(&t);
+}
+
+static void test_line_reader(void)
+{
+	char path[] = "/tmp/wcsym-lines.XXXXXX";
+	struct wc_lines r;
+	char big[10000], *line;
+	size_t len;
+	FILE *f;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	fprintf(f, "first\n%s\nsecond\n\n%s", big, "last, no newline");
+	fclose(f);
+	fd = open(path, O_RDONLY);
+	CHECK(wc_lines_open(&r, fd, 64) == 0);
+	line = wc_lines_next(&r, &len);
+	CHECK(line && !strcmp(line, "first") && len == 5);
+	line = wc_lines_next(&r, &len);
+	CHECK(line && !strcmp(line, "second"));
+	line = wc_lines_next(&r, &len);
+	CHECK(line && len == 0);
+	line = wc_lines_next(&r, &len);
+	CHECK(line && !strcmp(line, "last, no newline"));
+	CHECK(!wc_lines_next(&r, &len));
+	CHECK(r.skipped == 1);
+	wc_lines_close(&r);
+	unlink(path);
+}
+
+static void test_maps_lines(void)
+{
+	struct wc_proc_map m;
+	char l1[] = "55d0c0a00000-55d0c0a21000 r-xp 00001000 fd:01 1234   "
+		    "/usr/bin/my prog (deleted)";
+	char l2[] = "7ffd1c3f0000-7ffd1c3f2000 r-xp 00000000 00:00 0          "
+		    "                [vdso]";
+	char l3[] = "7f0000000000-7f0000001000 rwxp 00000000 00:00 0 ";
+	char l4[] = "00400000-00401000 r-xp 00000000 08:01 42 /a/b c (deleted)"
+		    " (deleted)";
+	char l5[] = "00400000-00401000 r--p 00000000 103:02 42 /x";
+	char *bad[] = {
+		"",
+		"zz-10 r-xp 0 0:0 0",
+		"2000-1000 r-xp 00000000 00:00 0",
+		"10000000000000000-1 r-xp 0 0:0 0",
+		"1000-2000 r-xp",
+		"1000-2000 r-xp 00000000 00:00",
+		"1000-2000 r-xp 00000000 0000 12 /x",
+	};
+	size_t i;
+
+	CHECK(wc_proc_parse_maps_line(l1, strlen(l1), &m) == 0);
+	CHECK(m.start == 0x55d0c0a00000 && m.end == 0x55d0c0a21000);
+	CHECK(m.pgoff == 0x1000 && m.dev_major == 0xfd && m.dev_minor == 1);
+	CHECK(m.ino == 1234 && m.exec && m.deleted);
+	CHECK_STR_EQ(m.path, "/usr/bin/my prog");
+	CHECK(m.pathlen == strlen("/usr/bin/my prog"));
+	CHECK(wc_proc_parse_maps_line(l2, strlen(l2), &m) == 0);
+	CHECK_STR_EQ(m.path, "[vdso]");
+	CHECK(wc_proc_parse_maps_line(l3, strlen(l3), &m) == 0);
+	CHECK_STR_EQ(m.path, "");
+	CHECK(m.exec && !m.deleted);
+	CHECK(wc_proc_parse_maps_line(l4, strlen(l4), &m) == 0);
+	CHECK_STR_EQ(m.path, "/a/b c (deleted)");
+	CHECK(m.deleted);
+	CHECK(wc_proc_parse_maps_line(l5, strlen(l5), &m) == 0);
+	CHECK(!m.exec && m.dev_major == 0x103 && m.dev_minor == 2);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char line[128];
+
+		fmt(line, sizeof(line), "%s", bad[i]);
+		if (wc_proc_parse_maps_line(line, strlen(line), &m) == 0)
+			printf("  accepted bad maps line \"%s\"\n", bad[i]);
+		CHECK(wc_proc_parse_maps_line(line, strlen(line), &m) == -1);
+	}
+}
+
+static void test_perf_map_lines(void)
+{
+	const char *good[] = {"7f0000001000 40 jit_one",
+			      "0x7f0000001000 0x40 with spaces (x) [y]"};
+	const char *bad[] = {"",
+			     "garbage",
+			     "zzzz 10 name",
+			     "1000 0 zero",
+			     "1000 10",
+			     "1000 10 ",
+			     "1000",
+			     "ffffffffffffffff 2 w",
+			     "10000000000000000 1 toolong",
+			     "1000\t10 tab"};
+	uint64_t start, size;
+	const char *name;
+	size_t i, namelen;
+
+	CHECK(wc_perfmap_parse_line(good[0], strlen(good[0]), &start, &size,
+				    &name, &namelen) == 0);
+	CHECK(start == 0x7f0000001000 && size == 0x40);
+	CHECK(namelen == 7 && !strncmp(name, "jit_one", 7));
+	CHECK(wc_perfmap_parse_line(good[1], strlen(good[1]), &start, &size,
+				    &name, &namelen) == 0);
+	CHECK(!strcmp(name, "with spaces (x) [y]"));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = wc_perfmap_parse_line(bad[i], strlen(bad[i]), &start,
+					       &size, &name, &namelen);
+
+		if (rc == 0)
+			printf("  accepted bad perf map line \"%s\"\n", bad[i]);
+		CHECK(rc == -1);
+	}
+}
+
+/* --- kernel --------------------------------------------------------------- */
+
+static uint64_t kallsyms_addr(const char *want)
+{
+	char line[1024], name[512], type;
+	unsigned long long a;
+	uint64_t found = 0;
+	FILE *f = fopen("/proc/kallsyms", "r");
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %c %511s", &a, &type, name) == 3 &&
+		    !strcmp(name, want) && !strchr(line, '['))
+			found = a;
+	fclose(f);
+	return found;
+}
+
+static void test_kernel(void)
+{
+	uint64_t a = kallsyms_addr("schedule");
+	struct wc_sym_stats st;
+	struct wc_symtab t;
+	struct wc_sym *s;
+	char buf[256], err[256];
+	double t0;
+
+	if (!a)
+		SKIP("/proc/kallsyms shows no address for schedule "
+		     "(kptr_restrict, or not root)");
+	t0 = now_ms();
+	CHECK(wc_kallsyms_load(&t, "/proc/kallsyms", 64 << 20, err,
+			       sizeof(err)) == 0);
+	printf("# kallsyms: %zu text symbols loaded and sorted in %.1f ms, "
+	       "%zu KiB\n",
+	       t.n, now_ms() - t0, wc_symtab_bytes(&t) / 1024);
+	wc_symtab_free(&t);
+
+	s = sym_new(NULL, NULL);
+	if (!s)
+		return;
+	wc_sym_stats(s, &st);
+	CHECK(st.kernel_symbols > 10000);
+	CHECK(wc_sym_kernel(s, a, false, buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_EQ(buf, "schedule");
+	CHECK(wc_sym_kernel(s, a + 1, false, buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_EQ(buf, "schedule");
+	/* A return address just past the start is still the caller. */
+	CHECK(wc_sym_kernel(s, a + 1, true, buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_EQ(buf, "schedule");
+	CHECK(wc_sym_kernel(s, 0x10, false, buf, sizeof(buf)) ==
+	      WC_SYM_UNKNOWN);
+	CHECK_STR_EQ(buf, "[unknown]");
+	/* A buffer too small is cut and terminated. */
+	CHECK(wc_sym_kernel(s, a, false, buf, 4) == WC_SYM_NAME);
+	CHECK_STR_EQ(buf, "sch");
+	wc_sym_free(s);
+}
+
+/* A kallsyms that hides its addresses, module names, hostile lines. */
+static void test_kernel_fake(void)
+{
+	char dir[] = "/tmp/wcsym-kproc.XXXXXX", path[PATH_MAX], buf[256];
+	struct wc_sym_stats st;
+	struct wc_sym *s;
+
+	CHECK(mkdtemp(dir) != NULL);
+	fmt(path, sizeof(path), "%s/kallsyms", dir);
+	CHECK(write_file(path, "0000000000000000 T _stext\n"
+			       "0000000000000000 T schedule\n"
+			       "0000000000000000 t helper\t[mod]\n") == 0);
+	last_log[0] = '\0';
+	s = sym_new(dir, NULL);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK_STR_HAS(last_log, "kptr_restrict");
+	wc_sym_stats(s, &st);
+	CHECK(st.kernel_symbols == 0);
+	CHECK(wc_sym_kernel(s, 0xffffffff81000000, false, buf, sizeof(buf)) ==
+	      WC_SYM_UNKNOWN);
+	wc_sym_free(s);
+
+	CHECK(write_file(path, "ffffffff81000000 T _stext\n"
+			       "ffffffff81000100 t helper\n"
+			       "ffffffff81000100 T helper_global\n"
+			       "ffffffffc0000000 t mod_func\t[wcmod]\n"
+			       "ffffffffc0000040 t evil\x01name\t[wcmod]\n"
+			       "ffffffff81000200 D some_data\n"
+			       "garbage line\n"
+			       "ffffffffffffffffff T too_long\n") == 0);
+	s = sym_new(dir, NULL);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	wc_sym_stats(s, &st);
+	CHECK(st.kernel_symbols == 4);
+	wc_sym_kernel(s, 0xffffffff81000180, false, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "helper_global");
+	wc_sym_kernel(s, 0xffffffffc0000010, false, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "mod_func [wcmod]");
+	wc_sym_kernel(s, 0xffffffffc0000041, false, buf, sizeof(buf));
+	CHECK_STR_EQ(buf, "evil?name [wcmod]");
+	/* Data is no code, and nothing covers past the last symbol's
+	 * bound. */
+	CHECK(wc_sym_kernel(s, 0xffffffffc0000040 + WC_KALLSYMS_UNSIZED_MAX,
+			    false, buf, sizeof(buf)) == WC_SYM_UNKNOWN);
+	wc_sym_free(s);
+out:
+	rm_tree(dir);
+}
+
+/* --- processes ----------------------------------------------------------- */
+
+static void test_non_pie(void)
+{
+	const char *argv[] = {fx("fx_nopie"), NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	uint64_t alpha;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	alpha = fx_addr(&f, "alpha");
+	/* Linked at 0x400000: no load bias at all. */
+	CHECK(alpha < 0x1000000);
+	CHECK_NAME(s, f.pid, alpha, false, "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, alpha + 1, false, "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, alpha + 1, true, "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "main"), false, "main");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_pie_and_library(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), NULL};
+	char buf[256], lib[PATH_MAX], dbg[PATH_MAX];
+	struct fixture f;
+	struct wc_sym *s;
+	int rc;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "lib_gamma"), false,
+		   "wcsym_lib_gamma");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "lib_delta"), false,
+		   "wcsym_lib_hidden_delta");
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "libc_nanosleep"), false, buf,
+			  sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "nanosleep");
+	/* libc's internals are named by its debug file, found by build-id
+	 * under /usr/lib/debug; without one, an offset in libc. */
+	rc = wc_sym_user(s, f.pid, fx_addr(&f, "main_caller"), true, buf,
+			 sizeof(buf));
+	if (libc_debug_file(lib, sizeof(lib), dbg, sizeof(dbg))) {
+		CHECK(rc == WC_SYM_NAME);
+		CHECK_STR_EQ(buf, "__libc_start_call_main");
+	} else {
+		printf("# no debug file for libc (libc6-dbg): main's caller is "
+		       "%s\n",
+		       buf);
+		CHECK(rc == WC_SYM_NAME || rc == WC_SYM_MODULE);
+	}
+	/* No mapping at all: the one case for [unknown]. */
+	CHECK(wc_sym_user(s, f.pid, 0x10, false, buf, sizeof(buf)) ==
+	      WC_SYM_UNKNOWN);
+	CHECK_STR_EQ(buf, "[unknown]");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_debuglink(void)
+{
+	const char *argv[] = {fx("fx_link"), NULL};
+	const char *argv_bad[] = {fx("fx_badlink"), NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	fx_stop(&f);
+
+	/* A debug file whose CRC does not match is not believed. */
+	if (!fx_start(&f, argv_bad)) {
+		CHECK(!"fixture started");
+		wc_sym_free(s);
+		return;
+	}
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_HAS(buf, "fx_badlink+0x");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_build_id(void)
+{
+	const char *argv[] = {fx("fx_bid"), NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, fx("debugroot"));
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	wc_sym_free(s);
+	/* Without that debug root the same address has only an offset. */
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf,
+			       sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_HAS(buf, "fx_bid+0x");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_cxx(void)
+{
+	const char *argv[] = {fx("fx_cxx"), NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+	int i, n = 100000;
+	double t0;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "method"), false,
+		   "ns::klass::method(int)");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "twice"), false,
+		   "long ns::twice<long>(long)");
+	t0 = now_ms();
+	for (i = 0; i < n; i++)
+		wc_sym_user(s, f.pid, fx_addr(&f, "method"), false, buf,
+			    sizeof(buf));
+	printf("# warm: %.3f us per C++ lookup (demangled each time)\n",
+	       (now_ms() - t0) * 1e3 / n);
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_deleted_binary(void)
+{
+	char dir[PATH_MAX], bin[PATH_MAX];
+	const char *argv[] = {bin, NULL};
+	struct fixture f;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	/* Spaces and a " (deleted)" of its own in the path, too. */
+	fmt(dir, sizeof(dir), "%s/dir with space", fxdir);
+	fmt(bin, sizeof(bin), "%s/fx (deleted)", dir);
+	mkdir(dir, 0755);
+	CHECK(copy_file(fx("fx_pie"), bin) == 0);
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	CHECK(unlink(bin) == 0);
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_fallback_and_corrupt_files(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--lib",	    fx("libnosym.so"),
+			      "--map",	    fx("blob.bin"), NULL};
+	const char *argv_trunc[] = {fx("fx_pie"), "--map", fx("trunc.so"),
+				    NULL};
+	struct wc_sym_stats st;
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	/* .dynsym still names the exported function... */
+	CHECK_NAME(s, f.pid, fx_addr(&f, "lib_gamma"), false,
+		   "wcsym_lib_gamma");
+	/* ...the static one is an offset in the file. */
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "lib_delta"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_HAS(buf, "libnosym.so+0x");
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "map"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_EQ(buf, "blob.bin+0x10");
+	fx_stop(&f);
+
+	/* A truncated ELF file mapped executable: an offset, no crash. */
+	if (!fx_start(&f, argv_trunc)) {
+		CHECK(!"fixture started");
+		wc_sym_free(s);
+		return;
+	}
+	CHECK(wc_sym_proc_note(s, f.pid) == 0);
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "map"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_EQ(buf, "trunc.so+0x10");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	wc_sym_stats(s, &st);
+	CHECK(st.fallbacks >= 3 && st.names >= 2);
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_perf_map(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--jit", NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	/* A later line for the same address replaces an earlier one. */
+	CHECK_NAME(s, f.pid, fx_addr(&f, "jit_one"), false, "jit_one");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "jit_two"), false,
+		   "Interpreter::run(int) [jit]");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "jit_ctrl"), false, "ctrl?name");
+	/* JIT memory no line covers is anonymous, not unknown. */
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "jit_gap"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_EQ(buf, "[anon]");
+	/* The overlong line was dropped, not cut into a name. */
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "jit_one") - 0x10 + 0x300,
+			  false, buf, sizeof(buf)) == WC_SYM_MODULE);
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+static void test_exited_process(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), "--vdso",
+			      NULL};
+	struct wc_sym_stats st;
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	fx_stop(&f); /* exited and reaped: /proc/PID is gone */
+	CHECK(kill(f.pid, 0) == -1);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "lib_gamma"), false,
+		   "wcsym_lib_gamma");
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "libc_nanosleep"), false, buf,
+			  sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "nanosleep");
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "vdso_clock_gettime"), false,
+			  buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "clock_gettime");
+	/* Kept to the end of the cycle, then forgotten. */
+	wc_sym_proc_exited(s, f.pid);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	wc_sym_cycle(s);
+	wc_sym_stats(s, &st);
+	CHECK(st.procs == 0);
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf,
+			  sizeof(buf)) == WC_SYM_UNKNOWN);
+	CHECK(wc_sym_proc_note(s, f.pid) == -1);
+	wc_sym_free(s);
+}
+
+static void test_vdso(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--vdso", NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "vdso_clock_gettime"), false,
+			  buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "clock_gettime");
+	printf("# vdso: %s\n", buf);
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+/* A proc root of our making: copies of a process's maps, stat and status,
+ * its root, and no map_files or mem.  Files must then be found through
+ * the root, and the vdso through our own. */
+static int fake_proc(const char *dir, pid_t pid)
+{
+	static const char *const files[] = {"maps", "status"};
+	char from[PATH_MAX], to[PATH_MAX];
+	size_t i;
+
+	fmt(to, sizeof(to), "%s/%d", dir, (int)pid);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -1;
+	if (mkdir(to, 0755))
+		return -1;
+	for (i = 0; i < 2; i++) {
+		fmt(from, sizeof(from), "/proc/%d/%s", (int)pid, files[i]);
+		fmt(to, sizeof(to), "%s/%d/%s", dir, (int)pid, files[i]);
+		if (copy_file(from, to))
+			return -1;
+	}
+	fmt(from, sizeof(from), "/proc/%d/root", (int)pid);
+	fmt(to, sizeof(to), "%s/%d/root", dir, (int)pid);
+	return symlink(from, to);
+}
+
+/* In the child: a private mount namespace whose root is a tmpfs holding
+ * the staged root, then a pid namespace whose init is the fixture. */
+static void ns_child(int report, int in, int out, const char *mnt,
+		     const char *stage)
+{
+	char cmd[2 * PATH_MAX + 32], old[PATH_MAX];
+	pid_t gc;
+
+#define NS_FAIL(what)                                                   \
+	do {                                                            \
+		dprintf(report, "err %s: %s\n", what, strerror(errno)); \
+		_exit(2);                                               \
+	} while (0)
+	if (unshare(CLONE_NEWNS))
+		NS_FAIL("unshare(CLONE_NEWNS)");
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		NS_FAIL("mount --make-rprivate /");
+	if (mount("tmpfs", mnt, "tmpfs", 0, "size=64m,mode=755"))
+		NS_FAIL("mount tmpfs");
+	fmt(cmd, sizeof(cmd), "cp -a '%s/.' '%s/'", stage, mnt);
+	if (system(cmd) != 0)
+		NS_FAIL("cp -a");
+	/* pivot_root, as containers do: a chroot would leave maps showing
+	 * paths from the namespace's root, not the process's. */
+	fmt(old, sizeof(old), "%s/.oldroot", mnt);
+	if (mkdir(old, 0700) || syscall(SYS_pivot_root, mnt, old) || chdir("/"))
+		NS_FAIL("pivot_root");
+	if (umount2("/.oldroot", MNT_DETACH) || rmdir("/.oldroot"))
+		NS_FAIL("umount old root");
+	/* After the copy: system()'s shell would become the pid
+	 * namespace's init, and its exit would end the namespace. */
+	if (unshare(CLONE_NEWPID))
+		NS_FAIL("unshare(CLONE_NEWPID)");
+	gc = fork();
+	if (gc == 0) {
+		dup2(in, 0);
+		dup2(out, 1);
+		execl("/wcsym_ns/fx", "fx", "--jit", "--vdso", (char *)NULL);
+		_exit(127);
+	}
+	if (gc < 0)
+		NS_FAIL("fork");
+	dprintf(report, "pid %d\n", (int)gc);
+	close(in);
+	close(out);
+	waitpid(gc, NULL, 0);
+	_exit(0);
+#undef NS_FAIL
+}
+
+static bool ns_start(struct fixture *f, char *why, size_t whylen)
+{
+	int in[2], out[2], rep[2];
+	char line[512] = "";
+	FILE *r;
+	int gc = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->in = -1;
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) ||
+	    pipe2(rep, O_CLOEXEC))
+		return false;
+	mkdir(fx("nsmnt"), 0755);
+	fflush(stdout);
+	f->wait = fork();
+	if (f->wait == 0) {
+		/* Without exec, CLOEXEC closes nothing: a write end kept
+		 * here would keep the fixture from ever seeing EOF. */
+		close(rep[0]);
+		close(in[1]);
+		close(out[0]);
+		ns_child(rep[1], in[0], out[1], fx("nsmnt"), fx("nsroot"));
+	}
+	close(rep[1]);
+	close(in[0]);
+	close(out[1]);
+	f->in = in[1];
+	r = fdopen(rep[0], "r");
+	if (r && fgets(line, sizeof(line), r) && sscanf(line, "pid %d", &gc))
+		f->pid = gc;
+	if (r)
+		fclose(r);
+	if (!f->pid) {
+		line[strcspn(line, "\n")] = '\0';
+		fmt(why, whylen, "namespace setup failed: %s",
+		    line[0] ? line : "(no word)");
+		close(out[0]);
+		fx_stop(f);
+		return false;
+	}
+	if (!fx_read(f, out[0])) {
+		fmt(why, whylen, "the fixture did not start in its root");
+		fx_stop(f);
+		return false;
+	}
+	return true;
+}
+
+static void test_mount_namespace(void)
+{
+	char why[600], status[64], fake[PATH_MAX], buf[256];
+	struct fixture f;
+	struct wc_sym *s;
+	pid_t nspid = 0;
+	uid_t uid;
+
+	NEED_FIXTURES();
+	if (geteuid() != 0)
+		SKIP("needs root (unshare, mount, pivot_root)");
+	/* The binary's path exists only inside the namespace. */
+	CHECK(access("/wcsym_ns/fx", F_OK) != 0);
+	if (!ns_start(&f, why, sizeof(why))) {
+		if (strstr(why, "EPERM") || strstr(why, "not permitted"))
+			SKIP(why);
+		printf("  %s\n", why);
+		CHECK(!"namespace fixture started");
+		return;
+	}
+	CHECK(wc_proc_status("/proc", f.pid, &nspid, &uid) == 0);
+	CHECK(nspid == 1);
+	fmt(status, sizeof(status), "%d", (int)nspid);
+
+	/* Through map_files. */
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "libc_nanosleep"), false, buf,
+			  sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "nanosleep");
+	/* The perf map is /tmp/perf-1.map in its root: NSpid, not pid. */
+	CHECK_NAME(s, f.pid, fx_addr(&f, "jit_one"), false, "jit_one");
+	wc_sym_free(s);
+
+	/* Through /proc/PID/root only (no map_files, no mem). */
+	fmt(fake, sizeof(fake), "%s/fakeproc", fxdir);
+	CHECK(fake_proc(fake, f.pid) == 0);
+	s = sym_new(fake, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "beta"), false, "wcsym_static_beta");
+	CHECK_NAME(s, f.pid, fx_addr(&f, "jit_one"), false, "jit_one");
+	/* Its vdso could not be read: ours stands in. */
+	CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "vdso_clock_gettime"), false,
+			  buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_HAS(buf, "clock_gettime");
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
+/* Two processes of one binary share its table; so do two copies of one
+ * binary (other inode, same build-id). */
+static void test_sharing(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	const char *argv_copy[] = {fx("fx_pie_copy"), NULL};
+	struct wc_sym_stats a, b, c;
+	struct fixture f1, f2, f3;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	CHECK(copy_file(fx("fx_pie"), fx("fx_pie_copy")) == 0);
+	if (!fx_start(&f1, argv) || !fx_start(&f2, argv) ||
+	    !fx_start(&f3, argv_copy)) {
+		CHECK(!"fixtures started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f1.pid) == 0);
+	wc_sym_stats(s, &a);
+	CHECK(wc_sym_proc_note(s, f2.pid) == 0);
+	wc_sym_stats(s, &b);
+	CHECK(b.modules == a.modules);
+	CHECK(b.module_misses == a.module_misses);
+	CHECK(b.module_hits > a.module_hits);
+	CHECK(wc_sym_proc_note(s, f3.pid) == 0);
+	wc_sym_stats(s, &c);
+	CHECK(c.modules == a.modules);
+	CHECK(c.module_misses == b.module_misses + 1);
+	CHECK(c.procs == 3);
+	CHECK_NAME(s, f3.pid, fx_addr(&f3, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	/* Noting again in the same cycle is a lookup. */
+	CHECK(wc_sym_proc_note(s, f2.pid) == 0);
+	wc_sym_stats(s, &a);
+	CHECK(a.module_hits == c.module_hits);
+	wc_sym_free(s);
+	fx_stop(&f1);
+	fx_stop(&f2);
+	fx_stop(&f3);
+}
+
+/* The table evicted is the one used longest ago: a binary's table that
+ * a lookup just used stays, one only loaded earlier goes. */
+static void test_lru(void)
+{
+	const char *argv1[] = {fx("fx_pie"), NULL};
+	const char *argv2[] = {fx("fx_link"), NULL};
+	const char *argv3[] = {fx("fx_nopie"), NULL};
+	struct wc_sym_opts o = {.max_modules = 5};
+	struct fixture f1, f2, f3;
+	struct wc_sym_stats st;
+	struct wc_sym *s;
+	char buf[256];
+
+	NEED_FIXTURES();
+	if (!fx_start(&f1, argv1) || !fx_start(&f2, argv2) ||
+	    !fx_start(&f3, argv3)) {
+		CHECK(!"fixtures started");
+		return;
+	}
+	s = wc_sym_new(&o, NULL, 0);
+	/* fx_pie, libc, ld.so, vdso; then fx_link's table, its libraries
+	 * shared (a hit marks them used too). */
+	CHECK(s && wc_sym_proc_note(s, f1.pid) == 0);
+	CHECK(wc_sym_proc_note(s, f2.pid) == 0);
+	wc_sym_stats(s, &st);
+	CHECK(st.modules == 5 && st.evictions == 0);
+	CHECK_NAME(s, f1.pid, fx_addr(&f1, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	/* A sixth table: fx_link's is the least recently used. */
+	CHECK(wc_sym_proc_note(s, f3.pid) == 0);
+	wc_sym_stats(s, &st);
+	CHECK(st.modules == 5 && st.evictions == 1);
+	CHECK_NAME(s, f1.pid, fx_addr(&f1, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK_NAME(s, f3.pid, fx_addr(&f3, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	CHECK(wc_sym_user(s, f2.pid, fx_addr(&f2, "alpha"), false, buf,
+			  sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_HAS(buf, "fx_link+0x");
+	/* Its next note, a cycle later, reads it again. */
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, f2.pid) == 0);
+	CHECK_NAME(s, f2.pid, fx_addr(&f2, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	wc_sym_free(s);
+	fx_stop(&f1);
+	fx_stop(&f2);
+	fx_stop(&f3);
+}
+
+/* A proc root that is /proc without kallsyms: the kernel table stays out
+ * of the byte counts. */
+static int proc_without_kernel(const char *dir, pid_t pid)
+{
+	char from[64], to[PATH_MAX];
+
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -1;
+	fmt(from, sizeof(from), "/proc/%d", (int)pid);
+	fmt(to, sizeof(to), "%s/%d", dir, (int)pid);
+	return symlink(from, to);
+}
+
+static void test_bounds(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), "--vdso",
+			      NULL};
+	struct wc_sym_opts o = {0};
+	struct wc_sym_stats st, st2;
+	struct fixture f, g;
+	struct wc_sym *s;
+	char dir[PATH_MAX], buf[256];
+	int rc;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv) || !fx_start(&g, argv)) {
+		CHECK(!"fixtures started");
+		return;
+	}
+	fmt(dir, sizeof(dir), "%s/nokproc", fxdir);
+	CHECK(proc_without_kernel(dir, f.pid) == 0);
+	CHECK(proc_without_kernel(dir, g.pid) == 0);
+
+	/* Two tables for five files: the rest are evicted, least recently
+	 * used first, and what lost its table answers with an offset. */
+	o.max_modules = 2;
+	o.proc_root = dir;
+	s = wc_sym_new(&o, NULL, 0);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	wc_sym_stats(s, &st);
+	CHECK(st.modules <= 2);
+	CHECK(st.evictions >= 3);
+	rc = wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf,
+			 sizeof(buf));
+	CHECK(rc == WC_SYM_NAME || rc == WC_SYM_MODULE);
+	rc = wc_sym_user(s, f.pid, fx_addr(&f, "lib_gamma"), false, buf,
+			 sizeof(buf));
+	CHECK(rc == WC_SYM_NAME || rc == WC_SYM_MODULE);
+	/* The next cycle's note reads evicted tables again. */
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, f.pid) == 0);
+	wc_sym_stats(s, &st2);
+	CHECK(st2.module_misses > st.module_misses);
+	CHECK(st2.modules <= 2);
+	wc_sym_free(s);
+
+	/* Bytes: a tight budget still resolves the small tables. */
+	memset(&o, 0, sizeof(o));
+	o.max_bytes = 256 * 1024;
+	o.proc_root = dir;
+	s = wc_sym_new(&o, NULL, 0);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	rc = wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf,
+			 sizeof(buf));
+	CHECK(rc == WC_SYM_NAME || rc == WC_SYM_MODULE);
+	wc_sym_cycle(s);
+	wc_sym_stats(s, &st);
+	CHECK(st.bytes <= o.max_bytes);
+	printf("# bounds: %" PRIu64 " tables in %" PRIu64
+	       " bytes under a %zu-byte budget\n",
+	       st.modules, st.bytes, o.max_bytes);
+	wc_sym_free(s);
+
+	/* One process slot: a second is refused while the first is in use
+	 * this cycle, and replaces it in the next. */
+	memset(&o, 0, sizeof(o));
+	o.max_procs = 1;
+	o.proc_root = dir;
+	s = wc_sym_new(&o, NULL, 0);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK(wc_sym_proc_note(s, g.pid) == -1);
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, g.pid) == 0);
+	wc_sym_stats(s, &st);
+	CHECK(st.procs == 1 && st.evictions == 1);
+	CHECK_NAME(s, g.pid, fx_addr(&g, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	/* Forgotten once WC_SYM_IDLE_CYCLES whole cycles passed unused
+	 * after the one it was used in. */
+	for (rc = 0; rc < WC_SYM_IDLE_CYCLES; rc++)
+		wc_sym_cycle(s);
+	wc_sym_stats(s, &st);
+	CHECK(st.procs == 1);
+	wc_sym_cycle(s);
+	wc_sym_stats(s, &st);
+	CHECK(st.procs == 0);
+	wc_sym_free(s);
+	fx_stop(&f);
+	fx_stop(&g);
+}
+
+/* --- hostile ELF ----------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+/* Everything the symbolizer does with an image; must never crash. */
+static size_t chew(char *img, size_t len)
+{
+	struct wc_elf_info info;
+	struct wc_symtab t;
+	struct wc_elf e;
+	size_t n = 0;
+	uint64_t va;
+	int pass;
+
+	if (wc_elf_open_mem(&e, img, len))
+		return 0;
+	wc_elf_read_info(&e, &info);
+	wc_elf_vaddr(info.segs, info.nsegs, 0x1000, &va);
+	for (pass = 0; pass < 2; pass++) {
+		wc_symtab_init(&t, 1 << 20, 64);
+		wc_elf_symbols(&e, pass, &t);
+		wc_symtab_finish(&t);
+		n += t.n;
+		if (t.n)
+			wc_symtab_find(&t, t.ents[t.n / 2].addr);
+		wc_symtab_free(&t);
+	}
+	wc_elf_close(&e);
+	return n;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (buf && read(fd, buf, (size_t)st.st_size) != st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static Elf64_Shdr *symtab_shdr(char *img, size_t len)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	size_t i;
+
+	if (len < sizeof(*eh) || eh->e_shoff > len ||
+	    eh->e_shnum * sizeof(Elf64_Shdr) > len - eh->e_shoff)
+		return NULL;
+	for (i = 0; i < eh->e_shnum; i++) {
+		Elf64_Shdr *sh = (Elf64_Shdr *)(img + eh->e_shoff) + i;
+
+		if (sh->sh_type == SHT_SYMTAB)
+			return sh;
+	}
+	return NULL;
+}
+
+/* Write img to a file with its section count extended to shnum (unless
+ * negative) and its e_phnum set (unless 0), and open it as a file. */
+static int open_copy(char *img, size_t len, long shnum, unsigned phnum)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	struct wc_elf e;
+	int fd, rc;
+
+	memcpy(&eh, img, sizeof(eh));
+	memcpy(&sh0, img + eh.e_shoff, sizeof(sh0));
+	if (shnum >= 0) {
+		eh.e_shnum = 0;
+		sh0.sh_size = (uint64_t)shnum;
+	}
+	if (phnum)
+		eh.e_phnum = (Elf64_Half)phnum;
+	fd = open(fx("hostile.so"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, img, len) != (ssize_t)len ||
+	    pwrite(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    pwrite(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != sizeof(sh0))
+		return -2;
+	rc = wc_elf_open_fd(&e, fd);
+	if (rc == 0)
+		wc_elf_close(&e);
+	return rc;
+}
+
+static void test_corrupt_elf(void)
+{
+	size_t len, cut, i, good;
+	struct wc_symtab t;
+	struct wc_elf e;
+	Elf64_Shdr *sh;
+	char *orig, *img;
+	int round;
+
+	NEED_FIXTURES();
+	orig = slurp(fx("libfx.so"), &len);
+	CHECK(orig != NULL);
+	if (!orig)
+		return;
+	img = malloc(len);
+	memcpy(img, orig, len);
+	good = chew(img, len);
+	CHECK(good >= 3);
+	/* Every truncation. */
+	for (cut = 0; cut < len; cut += 7) {
+		memcpy(img, orig, cut);
+		chew(img, cut);
+	}
+	/* Random bytes flipped, a few at a time. */
+	for (round = 0; round < 3000; round++) {
+		memcpy(img, orig, len);
+		for (i = 0; i < 1 + rng() % 8; i++)
+			img[rng() % len] = (char)rng();
+		chew(img, len);
+	}
+	/* A symbol table claiming 2^40 bytes is refused before anything
+	 * is read; one past the end of the file is an error. */
+	memcpy(img, orig, len);
+	sh = symtab_shdr(img, len);
+	CHECK(sh != NULL);
+	if (sh) {
+		sh->sh_size = 1ULL << 40;
+		CHECK(wc_elf_open_mem(&e, img, len) == 0);
+		wc_symtab_init(&t, 1 << 20, 1);
+		errno = 0;
+		CHECK(wc_elf_symbols(&e, false, &t) == -1 && errno == E2BIG);
+		wc_symtab_free(&t);
+		wc_elf_close(&e);
+		sh->sh_size = 1 << 19;
+		CHECK(wc_elf_open_mem(&e, img, len) == 0);
+		wc_symtab_init(&t, 1 << 20, 1);
+		CHECK(wc_elf_symbols(&e, false, &t) == -1);
+		wc_symtab_free(&t);
+		wc_elf_close(&e);
+	}
+	/* Section and program header counts libelf would allocate for
+	 * are refused before it sees them: extended numbering claiming
+	 * ten million sections, 65535 program headers. */
+	memcpy(img, orig, len);
+	CHECK(open_copy(img, len, -1, 0) == 0);
+	CHECK(open_copy(img, len, 10000000, 0) == -1);
+	CHECK(open_copy(img, len, -1, 0xffff) == -1);
+	/* Not ELF at all. */
+	memset(img, 'x', len);
+	CHECK(wc_elf_open_mem(&e, img, len) == -1);
+	free(img);
+	free(orig);
+}
+
+/* --- cost --------------------------------------------------------------------- */
+
+/* The biggest table a process here loads: libc's, from its debug file. */
+static void measure_libc(void)
+{
+	char lib[PATH_MAX], dbg[PATH_MAX];
+	bool have_dbg = libc_debug_file(lib, sizeof(lib), dbg, sizeof(dbg));
+	struct wc_symtab t;
+	struct wc_elf e;
+	double t0, t1;
+
+	if (wc_elf_open_fd(&e, open(have_dbg ? dbg : lib, O_RDONLY)))
+		return;
+	t0 = now_ms();
+	wc_symtab_init(&t, 32 << 20, 4096);
+	wc_elf_symbols(&e, !have_dbg, &t);
+	wc_symtab_finish(&t);
+	t1 = now_ms();
+	printf("# cold: %s %s: %zu functions read and sorted in %.2f ms, "
+	       "%zu KiB\n",
+	       lib, have_dbg ? ".symtab (debug file)" : ".dynsym", t.n, t1 - t0,
+	       wc_symtab_bytes(&t) / 1024);
+	wc_symtab_free(&t);
+	wc_elf_close(&e);
+}
+
+static void test_measure(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), NULL};
+	static const char *const keys[] = {"alpha", "beta", "lib_gamma",
+					   "lib_delta", "libc_nanosleep"};
+	struct wc_sym_stats before, after;
+	uint64_t addrs[5], kaddr = kallsyms_addr("schedule");
+	struct fixture f;
+	struct wc_sym *s;
+	char buf[256];
+	double t0, t1;
+	int i, n = 1000000;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	for (i = 0; i < 5; i++)
+		addrs[i] = fx_addr(&f, keys[i]);
+	s = sym_new(NULL, NULL);
+	if (!s)
+		return;
+	wc_sym_stats(s, &before);
+	t0 = now_ms();
+	CHECK(wc_sym_proc_note(s, f.pid) == 0);
+	t1 = now_ms();
+	CHECK(wc_sym_user(s, f.pid, addrs[4], false, buf, sizeof(buf)) ==
+	      WC_SYM_NAME);
+	wc_sym_stats(s, &after);
+	printf("# cold: first note of a process, %" PRIu64
+	       " modules read (libc with libc6-dbg symbols if installed): "
+	       "%.2f ms, %.2f ms per module\n",
+	       after.module_misses, t1 - t0,
+	       (t1 - t0) /
+		       (double)(after.module_misses ? after.module_misses : 1));
+	printf("# memory: %" PRIu64 " tables, %" PRIu64 " KiB, %" PRIu64
+	       " KiB per table (kernel table excluded)\n",
+	       after.modules, (after.bytes - before.bytes) / 1024,
+	       (after.bytes - before.bytes) / 1024 /
+		       (after.modules ? after.modules : 1));
+	t0 = now_ms();
+	for (i = 0; i < n; i++)
+		wc_sym_user(s, f.pid, addrs[i % 5], true, buf, sizeof(buf));
+	t1 = now_ms();
+	printf("# warm: %.3f us per user lookup (binary search, copy out)\n",
+	       (t1 - t0) * 1e3 / n);
+	if (kaddr) {
+		t0 = now_ms();
+		for (i = 0; i < n; i++)
+			wc_sym_kernel(s, kaddr + (uint64_t)(i % 64), false, buf,
+				      sizeof(buf));
+		t1 = now_ms();
+		printf("# warm: %.3f us per kernel lookup\n",
+		       (t1 - t0) * 1e3 / n);
+	}
+	t0 = now_ms();
+	for (i = 0; i < 1000; i++)
+		wc_sym_proc_note(s, f.pid);
+	t1 = now_ms();
+	printf("# warm: %.3f us per repeated note in one cycle\n", t1 - t0);
+	t0 = now_ms();
+	for (i = 0; i < 100; i++) {
+		wc_sym_cycle(s);
+		wc_sym_proc_note(s, f.pid);
+	}
+	t1 = now_ms();
+	printf("# warm: %.1f us per first note in a cycle (maps re-read, "
+	       "unchanged)\n",
+	       (t1 - t0) * 10);
+	wc_sym_free(s);
+	fx_stop(&f);
+	measure_libc();
+}
+
+/* --- fixtures --------------------------------------------------------------- */
+
+static void find_sources(char *out, size_t len)
+{
+	const char *env = getenv("WC_SYM_SRC"), *srcdir = getenv("srcdir");
+	char here[PATH_MAX], *slash;
+
+	if (env) {
+		fmt(out, len, "%s", env);
+		return;
+	}
+	if (srcdir) {
+		fmt(out, len, "%s/tests/sym", srcdir);
+		return;
+	}
+	fmt(here, sizeof(here), "%s", __FILE__);
+	slash = strrchr(here, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		fmt(here, sizeof(here), ".");
+	fmt(out, len, "%s/../sym", here);
+}
+
+static void build_fixtures(void)
+{
+	const char *env = getenv("WC_SYM_FIXTURES");
+	char src[PATH_MAX], cmd[3 * PATH_MAX];
+	const char *tmp = getenv("TMPDIR");
+	double t0 = now_ms();
+	int rc;
+
+	find_sources(src, sizeof(src));
+	if (env) {
+		fmt(fxdir, sizeof(fxdir), "%s", env);
+	} else {
+		fmt(fxdir, sizeof(fxdir), "%s/wcsym.XXXXXX",
+		    tmp ? tmp : "/tmp");
+		if (!mkdtemp(fxdir)) {
+			fmt(fx_skip, sizeof(fx_skip), "mkdtemp %s: %s", fxdir,
+			    strerror(errno));
+			return;
+		}
+		fxdir_made = true;
+	}
+	fmt(cmd, sizeof(cmd), "sh '%s/build.sh' '%s' >'%s/build.log' 2>&1", src,
+	    fxdir, fxdir);
+	rc = system(cmd);
+	if (rc != 0) {
+		fmt(fx_skip, sizeof(fx_skip),
+		    "fixtures did not build (%s/build.sh, see %s/build.log;"
+		    " needs gcc, g++, binutils)",
+		    src, fxdir);
+		fxdir_made = false; /* keep the log */
+		return;
+	}
+	printf("# fixtures built in %s in %.0f ms\n", fxdir, now_ms() - t0);
+}
+
+int main(void)
+{
+	check_prog = "test_sym";
+	wc_log_set(log_sink);
+	build_fixtures();
+	RUN(test_table);
+	RUN(test_line_reader);
+	RUN(test_maps_lines);
+	RUN(test_perf_map_lines);
+	RUN(test_kernel);
+	RUN(test_kernel_fake);
+	RUN(test_non_pie);
+	RUN(test_pie_and_library);
+	RUN(test_debuglink);
+	RUN(test_build_id);
+	RUN(test_cxx);
+	RUN(test_deleted_binary);
+	RUN(test_fallback_and_corrupt_files);
+	RUN(test_perf_map);
+	RUN(test_exited_process);
+	RUN(test_vdso);
+	RUN(test_mount_namespace);
+	RUN(test_sharing);
+	RUN(test_lru);
+	RUN(test_bounds);
+	RUN(test_corrupt_elf);
+	RUN(test_measure);
+	if (fxdir_made)
+		rm_tree(fxdir);
+	return check_done();
+}
