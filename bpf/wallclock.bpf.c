@@ -216,6 +216,8 @@ static __always_inline __u64 save_stack(struct wc_stack *s, long len)
 		return STACK_NONE;
 	}
 	s->nr = (__u32)(len / sizeof(__u64));
+	if (s->nr >= WC_STACK_DEPTH)
+		count(WC_CNT_STACKS_TRUNCATED);
 	h = hash_stack(s);
 	rc = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
 	if (rc && rc != -K_EEXIST) {

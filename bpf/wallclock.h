@@ -82,6 +82,7 @@ enum wc_counter {
 	WC_CNT_OFFCPU_STACKS,	  /* off-CPU waits recorded with a stack */
 	WC_CNT_OFFCPU_NO_USER,	  /* of those, without a user stack (no syscall
 				 * return between wake-up and switch-out) */
+	WC_CNT_STACKS_TRUNCATED, /* stacks cut at WC_STACK_DEPTH frames */
 	WC_CNT_NR,
 };
 

@@ -145,8 +145,10 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 			      "out of memory for %u threads (MaxThreads)",
 			      cfg->max_threads);
 	}
-	if ((cfg->stacks && open_stacks(e, err, errlen)) ||
-	    wc_collector_open(&copts, &e->collector, err, errlen) ||
+	/* the programs first: once loaded they are in /proc/kallsyms, which
+	 * the symbolizer reads when it starts */
+	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
+	    (cfg->stacks && open_stacks(e, err, errlen)) ||
 	    wc_engine_read(e, err, errlen)) {
 		wc_engine_close(e);
 		return -1;

@@ -34,7 +34,8 @@ struct wc_spool {
 	unsigned keep_age_s;
 	uint64_t keep_bytes;
 	unsigned seq; /* of temporary names */
-	bool failing; /* a lost file was logged, none written since */
+	bool failing; /* a lost file was logged, and the disk not trusted yet */
+	unsigned ok_streak; /* files written since the last one lost */
 	uint64_t lost_since;
 	bool latest_warned;
 	bool retention_warned;
@@ -156,7 +157,11 @@ int wc_spool_check_dir(const char *dir, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- logging a failing disk once ---- */
+/* ---- logging a failing disk once ----
+ * A nearly full disk takes small files and refuses big ones, so one
+ * success is not recovery: the episode ends (and says so) after
+ * OK_STREAK files in a row, and until then stays quiet. */
+#define OK_STREAK 3
 
 static void spool_failed(struct wc_spool *s, const char *what, const char *name,
 			 int err)
@@ -167,6 +172,7 @@ static void spool_failed(struct wc_spool *s, const char *what, const char *name,
 	if (err == ENOSPC || err == EDQUOT)
 		s->st.skipped_full++;
 	s->lost_since++;
+	s->ok_streak = 0;
 	if (s->failing)
 		return;
 	s->failing = true;
@@ -178,6 +184,8 @@ static void spool_failed(struct wc_spool *s, const char *what, const char *name,
 
 static void spool_ok(struct wc_spool *s)
 {
+	if (s->failing && ++s->ok_streak < OK_STREAK)
+		return;
 	if (s->failing)
 		wc_log(WC_LOG_NOTICE,
 		       "spool %s: writing again, %llu files lost", s->dir,

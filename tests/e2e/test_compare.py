@@ -186,10 +186,13 @@ with Env("compare") as env:
              shared <= our_names, f"{set(top)} / {our_names}")
         # offcputime loses a nap whenever the tracepoint misses its
         # switch-in (0.3-3 % of switches on this kernel, see README) and
-        # the naps cut by its start and stop; the plugin matches schedstat
-        # (test_folded.py).  So: within 8 %, and never above the truth.
-        case("off-CPU: the sleeper's sleep rate agrees within 8%",
-             secs >= FLUSH and abs(our_rate - peer_rate) <= 0.08 * peer_rate,
-             f"offcputime {peer_rate:.0f} us/s, wallclock {our_rate:.0f} "
-             f"us/s over {secs} s")
+        # the naps cut by its start and stop, and its off-CPU time runs to
+        # the switch-in (a little run-queue wait too): so it may see less
+        # than the plugin, which matches schedstat (test_folded.py), but
+        # not more than the wait to the switch-in, and not much less.
+        case("off-CPU: the sleeper's rate agrees (offcputime within -15% "
+             "and +3% of the plugin's)",
+             secs >= FLUSH and 0.85 * our_rate <= peer_rate <= 1.03 *
+             our_rate, f"offcputime {peer_rate:.0f} us/s, wallclock "
+             f"{our_rate:.0f} us/s over {secs} s")
 done()

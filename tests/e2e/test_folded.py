@@ -106,6 +106,12 @@ with Env("folded") as env:
          os.path.exists(os.path.join(cd.spool, "latest.svg")) and svgs and
          os.path.samefile(os.path.join(cd.spool, "latest.svg"), svgs[-1]))
 
+    flush = [v for _, v in cd.csv("", "duration", "flush")]
+    if flush:
+        print(f"# flush (symbolize, fold, write folded + SVG): median "
+              f"{1e3 * sorted(flush)[len(flush) // 2]:.1f} ms, max "
+              f"{1e3 * max(flush):.1f} ms over {len(flush)} reads")
+
     parsed = {}
     bad = []
     for p in files:
@@ -162,6 +168,30 @@ with Env("folded") as env:
          checked > 20 and mismatched == 0,
          f"{checked} compared, {mismatched} differ:\n" + "\n".join(
              details[:20]))
+
+    # Symbolization: frames of the workload's stacks (not the made-up
+    # lines), weighted by their time, that resolved to a function name.
+    def resolved(frame):
+        f = frame[:-len("_[k]")] if frame.endswith("_[k]") else frame
+        return not (f in ("[unknown]", "[anon]") or "+0x" in f)
+
+    named = every = 0
+    unnamed = {}
+    for lines in parsed.values():
+        for fr, v in lines:
+            if fr[0] != GROUP or len(fr) < 3 or fr[2].startswith("["):
+                continue
+            for f in fr[2:]:
+                every += v
+                if resolved(f):
+                    named += v
+                else:
+                    unnamed[f] = unnamed.get(f, 0) + v
+    rate = named / every if every else 0
+    print(f"# symbolized: {100 * rate:.2f}% of the workload's frames "
+          f"(weighted by time); unresolved: {sorted(unnamed)[:5]}")
+    case("at least 99% of the workload's frames resolve to names",
+         rate >= 0.99, f"{100 * rate:.2f}%: {unnamed}")
 
     # What the workload's own stacks say, against its design: each
     # thread's own schedstat, read by the thread just before it ends.

@@ -29,6 +29,7 @@ SELF_METRICS = [
     # with Stacks true (the default)
     "derive-stacks_full", "derive-stack_counts_full", "derive-stack_errors",
     "derive-offcpu_stacks", "derive-offcpu_no_user_stack",
+    "derive-stacks_truncated",
     "derive-window_weights_dropped", "derive-window_stacks_dropped",
     "derive-stacks_lost", "derive-frames", "derive-frames_named",
     "derive-symbol_cache_hits", "derive-symbol_cache_misses",
@@ -50,8 +51,9 @@ with Env("lifecycle") as env:
         rows = cd.csv("wcw_life", "wallclock_us", "sleep")
         case(f"{tag}: group values flow", ok and rows[-1][1] > rows[0][1],
              f"rows {rows}")
+        # dispatched after the groups' (and the flush) in the same read
         case(f"{tag}: self metrics flow",
-             len(cd.csv("", "derive", "samples")) >= 3,
+             cd.wait_rows("", "derive", "samples", 3, 5),
              f"{cd.csv('', 'derive', 'samples')}")
         if rnd == 1:
             missing = [m for m in SELF_METRICS

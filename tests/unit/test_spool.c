@@ -996,11 +996,24 @@ static void full_disk(const char *mnt)
 	wc_spool_get_stats(s, &st);
 	CHECK(st.skipped_full == 11 && st.write_errors == 11);
 	CHECK(st.files_written == (uint64_t)ok);
-	/* Room again: written, and said so once. */
+	/* Room for small files only: small ones in, big ones lost, and
+	 * that is still one episode, not a log line per big file. */
+	remove_ours(dir);
+	for (i = 0; i < 3; i++) {
+		CHECK(put_file(s, WHEN + 250 + i, "folded", true, body, 100) ==
+		      0);
+		CHECK(put_file(s, WHEN + 260 + i, "folded", true, big,
+			       200000) == -1);
+	}
+	CHECK(log_err == 1 && log_notice == 0);
+	/* Room again: written, and said so once, after a few in a row. */
 	remove_ours(dir);
 	CHECK(put_file(s, WHEN + 300, "folded", true, body, 12000) == 0);
+	CHECK(put_file(s, WHEN + 301, "folded", true, body, 12000) == 0);
+	CHECK(log_notice == 0);
+	CHECK(put_file(s, WHEN + 302, "folded", true, body, 12000) == 0);
 	CHECK(log_err == 1 && log_notice == 1);
-	CHECK_STR_HAS(log_last, "writing again, 11 files lost");
+	CHECK_STR_HAS(log_last, "writing again, 14 files lost");
 
 	/* Read-only: a new episode, logged once, not counted as full. */
 	CHECK(mount(NULL, mnt, NULL, MS_REMOUNT | MS_RDONLY, NULL) == 0);
@@ -1010,9 +1023,11 @@ static void full_disk(const char *mnt)
 	CHECK(log_err == 2);
 	CHECK_STR_HAS(log_last, "Read-only");
 	wc_spool_get_stats(s, &st);
-	CHECK(st.skipped_full == 11 && st.write_errors == 14);
+	CHECK(st.skipped_full == 14 && st.write_errors == 17);
 	CHECK(mount(NULL, mnt, NULL, MS_REMOUNT, "size=64k") == 0);
-	CHECK(put_file(s, WHEN + 500, "folded", true, body, 100) == 0);
+	for (i = 0; i < 3; i++)
+		CHECK(put_file(s, WHEN + 500 + i, "folded", true, body, 100) ==
+		      0);
 	CHECK(log_err == 2 && log_notice == 2);
 	CHECK(count_prefix(dir, ".tmp") == 0);
 	wc_spool_close(s);
