@@ -48,6 +48,7 @@ PluginDir "/usr/lib/collectd"
 <Plugin wallclock>
   SampleFrequency 49
   SpoolDir "$DEMO/spool"
+  FlushInterval 10
 </Plugin>
 CONF
 
@@ -57,7 +58,8 @@ cleanup() {
 	kill "${pids[@]}" 2>/dev/null || true
 	wait 2>/dev/null || true
 	echo
-	echo "demo: stopped.  Data is in $DEMO (csv/, rrd/, collectd.log)."
+	echo "demo: stopped.  Data is in $DEMO (csv/, rrd/, collectd.log);"
+	echo "demo: flame graphs in $DEMO/spool (open latest.svg in a browser)."
 }
 trap cleanup INT TERM EXIT
 
@@ -75,5 +77,6 @@ pids+=($!)
 "$DEMO/bin/demo_disk" --disk 1 --dir "$DEMO" --seconds 86400 >/dev/null &
 pids+=($!)
 
+echo "demo: a folded file and a flame graph every 10 s: $DEMO/spool/latest.svg"
 python3 "$SRC/tests/demo_top.py" "$DEMO/collectd.sock" "$INTERVAL" \
 	"$DEMO/collectd.log"
