@@ -15,6 +15,7 @@
 #include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define WC_NAME_MAX 64 /* group names, with the NUL */
 #define WC_MAX_SELECTIONS 256
@@ -68,7 +69,8 @@ struct wc_config {
 	unsigned int keep_files;       /* SpoolKeepFiles, 0: no limit */
 	unsigned int keep_hours;       /* SpoolKeepHours, 0: no limit */
 	unsigned int keep_mib;	       /* SpoolKeepMiB, 0: no limit */
-	struct wc_selection *sel;      /* owned, nsel entries */
+	uint32_t only_tgid;	  /* not an option: the command line's -p PID */
+	struct wc_selection *sel; /* owned, nsel entries */
 	size_t nsel;
 };
 

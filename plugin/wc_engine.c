@@ -87,15 +87,25 @@ static void flush_group(void *arg, const struct wc_group_view *g)
 	wc_flush_group(arg, g);
 }
 
+int wc_engine_flush(struct wc_engine *e, time_t when)
+{
+	int rc;
+
+	if (!e->stacks)
+		return -1;
+	wc_collector_new_window(e->collector);
+	wc_flush_begin(e->flush);
+	wc_account_foreach(e->account, flush_group, e->flush);
+	rc = wc_flush_write(e->flush, e->stacks, when);
+	wc_stacks_next_window(e->stacks);
+	return rc;
+}
+
 int wc_engine_maybe_flush(struct wc_engine *e, time_t now)
 {
 	if (!e->stacks || now < e->next_flush)
 		return 0;
-	wc_collector_new_window(e->collector);
-	wc_flush_begin(e->flush);
-	wc_account_foreach(e->account, flush_group, e->flush);
-	wc_flush_write(e->flush, e->stacks, now);
-	wc_stacks_next_window(e->stacks);
+	wc_engine_flush(e, now);
 	/* on the interval's grid, so files stay evenly spaced */
 	while (e->next_flush <= now)
 		e->next_flush += e->cfg->flush_interval_s;

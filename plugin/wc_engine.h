@@ -46,6 +46,10 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
  * open), write the window's stacks to the spool.  1 if it flushed. */
 int wc_engine_maybe_flush(struct wc_engine *e, time_t now);
 
+/* Flush now, whatever the interval (a command-line recording's end).
+ * 0, or -1 if stacks are off or the file was not written. */
+int wc_engine_flush(struct wc_engine *e, time_t when);
+
 void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
 			     void *arg);
 void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out);

@@ -75,6 +75,8 @@ enum wc_verdict wc_select(const struct wc_selector *s, uint32_t tgid,
 	char safe_comm[COMM_LEN + 1];
 	size_t i;
 
+	if (cfg->only_tgid && tgid != cfg->only_tgid)
+		return WC_SEL_DROP;
 	snprintf(safe_comm, sizeof(safe_comm), "%.*s", COMM_LEN - 1, comm);
 	if (s->need_cmdline)
 		command_line(s, tgid, safe_comm, cmd, sizeof(cmd));

@@ -5,7 +5,8 @@
  * must outlive it) and, when a ProcessMatch needs it, the process's command
  * line through a reader the caller may replace (tests do).
  *
- * Rules, in order: the first Process/ProcessMatch that matches names the
+ * Rules, in order: with only_tgid set (the command line's -p), every other
+ * process is dropped; the first Process/ProcessMatch that matches names the
  * group; with selections configured, the rest goes to "other" or is dropped
  * (Unmatched); without any, every process is grouped by its name (kernel
  * threads by the part before '/').

@@ -302,6 +302,19 @@ static void test_unmatched(void)
 	wc_config_free(&t.cfg);
 }
 
+/* The command line's -p PID: that process alone, grouped as usual. */
+static void test_only_tgid(void)
+{
+	struct sel t;
+
+	sel_init(&t);
+	t.cfg.only_tgid = 42;
+	sel_ready(&t);
+	EXPECT(&t, 41, "bash", false, WC_SEL_DROP, 0, "");
+	EXPECT(&t, 42, "bash", false, WC_SEL_AUTO, 0, "bash");
+	wc_config_free(&t.cfg);
+}
+
 static const char *argv0;
 
 /* The default reader, on this very process and on one that cannot be. */
@@ -333,6 +346,7 @@ int main(int argc, char **argv)
 	RUN(test_regex_long_command_line);
 	RUN(test_first_match_wins);
 	RUN(test_unmatched);
+	RUN(test_only_tgid);
 	RUN(test_proc_cmdline);
 	return check_done();
 }
