@@ -20,8 +20,9 @@ import time
 from wctest import (Env, bpftool_list, case, done, require_built, skip,
                     wait_until)
 
-GROUP = "wcw_cmp"
-PEER_SECONDS = 4
+GROUP = "wcw_cmp"      # the spinner, for perf
+SLEEPER = "wcw_cmps"   # the sleeper alone, for offcputime
+PEER_SECONDS = 6
 FLUSH = 2
 
 
@@ -95,8 +96,10 @@ with Env("compare") as env:
     cd = env.collectd(interval=1, plugin_conf=f"FlushInterval {FLUSH}\n"
                       "SampleFrequency 99\nMinBlockMicroseconds 1000\n")
     cd.start()
-    w = env.workload(GROUP, "--spin", "1", "--sleep", "1", "--sleep-ms",
-                     "20", "--seconds", str(PEER_SECONDS + 4))
+    w = env.workload(GROUP, "--spin", "1", "--seconds",
+                     str(PEER_SECONDS + 4))
+    ws = env.workload(SLEEPER, "--sleep", "1", "--sleep-ms", "20",
+                      "--seconds", str(PEER_SECONDS + 4))
     time.sleep(1.5)
     data = os.path.join(env.root, "perf.data")
     perf = subprocess.Popen(
@@ -106,7 +109,7 @@ with Env("compare") as env:
     # offcputime's own clock starts when its programs are attached, a
     # few hundred ms after it starts: watch for them.
     before = {p["id"] for p in bpftool_list("prog")}
-    offp = subprocess.Popen(["offcputime", "-p", str(w.pid), "-m", "1000",
+    offp = subprocess.Popen(["offcputime", "-p", str(ws.pid), "-m", "1000",
                              str(PEER_SECONDS)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     def peer_ids():
@@ -125,6 +128,7 @@ with Env("compare") as env:
     out, err = offp.communicate(timeout=30)
     perf.wait(timeout=30)
     w.wait()
+    ws.wait()
     wait_until(lambda: any(file_time(p) > t1 + FLUSH for p in
                            glob.glob(cd.spool + "/wallclock-*.folded")), 10)
     cd.stop()
@@ -134,7 +138,7 @@ with Env("compare") as env:
 
     # On-CPU: share of the process's time in spinner;burn_cpu.
     samples = perf_samples(data)
-    perf_burn = sum(1 for s in samples if s and s[0] == "burn_cpu"
+    perf_burn = sum(1 for s in samples if "burn_cpu" in s
                     and "spinner" in s)
     our_total = our_burn = 0
     for path, _ in inside:
@@ -162,37 +166,47 @@ with Env("compare") as env:
          out[-500:] + err[-500:])
     if stacks:
         top, top_us = stacks[0]
-        peer_rate = top_us / (t1 - t0)
-        mine, secs = {}, 0
+        # every stack of the sleeper's naps, not just the top one (a stack
+        # table collision or a truncated walk splits them)
+        peer_rate = sum(us for fr, us in stacks if "sleeper" in fr and
+                        "hrtimer_nanosleep" in fr) / (t1 - t0)
+        mine, secs, runq = {}, 0, 0
         for path, length in inside:
             secs += length
             for fr, v in lines_of(path):
+                if fr[0] != SLEEPER:
+                    continue
+                # the process's run-queue wait is the sleeper's (its
+                # main thread only waits in pthread_join)
+                if fr[1] == "[off-cpu runqueue]":
+                    runq += v
                 # stacks, not the made-up remainder lines
-                if (fr[0] == GROUP and fr[1] == "[off-cpu sleep]"
-                        and not fr[2].startswith("[")):
+                if fr[1] == "[off-cpu sleep]" and not fr[2].startswith("["):
                     key = ";".join(fr)
                     mine[key] = mine.get(key, 0) + v
         mine_top = max(mine, key=mine.get).split(";") if mine else []
         our_rate = (sum(v for k, v in mine.items() if ";sleeper;" in k)
-                    / secs if secs else 0)
+                    + runq) / secs if secs else 0
         shared = {"sleeper", "hrtimer_nanosleep"}
         our_names = {f.replace("_[k]", "") for f in mine_top}
         print(f"# off-CPU top stack, offcputime ({peer_rate / 1e6:.3f} "
               f"s/s): {';'.join(reversed(top))}")
         print(f"# off-CPU top stack, wallclock ({our_rate / 1e6:.3f} s/s "
-              f"under sleeper): {';'.join(mine_top)}")
+              f"under sleeper, run queue included): {';'.join(mine_top)}")
         case("off-CPU: both top stacks go through sleeper and "
              "hrtimer_nanosleep", shared <= set(top) and
              shared <= our_names, f"{set(top)} / {our_names}")
-        # offcputime loses a nap whenever the tracepoint misses its
-        # switch-in (0.3-3 % of switches on this kernel, see README) and
-        # the naps cut by its start and stop, and its off-CPU time runs to
-        # the switch-in (a little run-queue wait too): so it may see less
-        # than the plugin, which matches schedstat (test_folded.py), but
-        # not more than the wait to the switch-in, and not much less.
-        case("off-CPU: the sleeper's rate agrees (offcputime within -15% "
-             "and +3% of the plugin's)",
-             secs >= FLUSH and 0.85 * our_rate <= peer_rate <= 1.03 *
+        # offcputime counts from switch-out to switch-in (the sleep and
+        # the run-queue wait after it, so the plugin's figure adds the
+        # process's run-queue time).  It can only lose time: naps whose
+        # switch-in the tracepoint misses (0.3-3 % of switches here), naps
+        # its start and stop cut, and, measured on a loaded VM, up to a
+        # quarter more.  The plugin's figure is checked against schedstat
+        # in test_folded.py; here: never less than the peer saw, and not
+        # wildly more.
+        case("off-CPU: the peer's sleeper off-CPU rate is at most the "
+             "plugin's (+3%) and at least 70% of it",
+             secs >= FLUSH and 0.7 * our_rate <= peer_rate <= 1.03 *
              our_rate, f"offcputime {peer_rate:.0f} us/s, wallclock "
              f"{our_rate:.0f} us/s over {secs} s")
 done()
