@@ -822,6 +822,31 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
 }
 
 /*
+ * Bring a waiting thread's copy up to now.  If it is in fact running, its
+ * switch-in went unseen: the wait ended at sched_info.last_arrival and it
+ * has run since, exactly as switch_out() will rebuild it.  Charging the
+ * whole stretch as waiting instead would report wait time that the switch
+ * out then turns into run time, and a counter that was ahead can only
+ * stay ahead: the group would show more time than it had.
+ */
+static __always_inline void charge_waiting(struct task_struct *task,
+					   struct wc_task_rec *r, __u32 st,
+					   __u64 ckpt, __u64 exec_ns)
+{
+	__u64 now = rq_clock_of(bpf_get_current_task_btf()), arrived = 0;
+
+	if (BPF_CORE_READ(task, on_cpu) &&
+	    bpf_core_field_exists(task->sched_info.last_arrival))
+		arrived = BPF_CORE_READ(task, sched_info.last_arrival);
+	if (arrived > ckpt && arrived <= now) {
+		add_wait(r->time_ns, st, ckpt, arrived);
+		add_run(r->time_ns, 0, 0, exec_ns, task->se.sum_exec_runtime);
+		return;
+	}
+	add_wait(r->time_ns, st, ckpt, now);
+}
+
+/*
  * Copy an entry that another CPU may be charging and bring it up to now:
  * a running thread by the kernel's run time so far (at most a tick behind;
  * its steal is settled when it switches out), a waiting one by the
@@ -852,8 +877,7 @@ static __always_inline bool snapshot(struct task_struct *task,
 			add_run(r->time_ns, 0, 0, exec_ns,
 				task->se.sum_exec_runtime);
 		else
-			add_wait(r->time_ns, st, ckpt,
-				 rq_clock_of(bpf_get_current_task_btf()));
+			charge_waiting(task, r, st, ckpt, exec_ns);
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;

@@ -11,8 +11,14 @@ PACKAGES=(
 	collectd-core collectd-dev
 	# run and test (libc6-dbg names libc's internal functions)
 	collectd-utils rrdtool python3 linux-perf util-linux procps libc6-dbg
-	g++ binutils libbpf-tools libxml2-utils
+	g++ binutils libbpf-tools libxml2-utils graphite-carbon python3-whisper
+	# the browser test (playwright-core comes from npm at test time)
+	chromium fonts-dejavu-core
 )
+# A nodesource node bundles npm and conflicts with Debian's npm package:
+# ask for Debian's only when there is no node or npm at all.
+command -v node >/dev/null || PACKAGES+=(nodejs)
+command -v npm >/dev/null || PACKAGES+=(npm)
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: needs root to install packages (try: sudo $0)" >&2

@@ -67,6 +67,23 @@ with Env("accuracy") as env:
         s = series(group)
         wins = windows(group)
         case(f"{group}: enough windows", len(wins) >= 3, f"{len(wins)}")
+        # Read by read: a thread switched in unseen must not be reported
+        # as waiting and then, once its switch-out rebuilds the stretch,
+        # as running too (a counter that ran ahead stays ahead).
+        times = [t for t, _ in s["oncpu"]]
+        over = []
+        for a, b in zip(times, times[1:]):
+            if a <= ss_start(group) + 0.3 or b >= end - 0.3:
+                continue
+            on = counter_window(s["oncpu"], a, b)
+            off = counter_window(s["offcpu"], a, b)
+            room = nthreads * (b - a) * 1e6
+            if on and off and on[0] + off[0] > 1.03 * room + 5000:
+                over.append(f"[{a:.1f},{b:.1f}] {on[0] + off[0]:.0f} us "
+                            f"of {room:.0f}")
+        case(f"{group}: no read shows more time than its threads had "
+             "(on+off <= threads x interval + 3%)", not over,
+             "; ".join(over[:5]))
         for t0, t1 in wins:
             on = counter_window(s["oncpu"], t0, t1)
             rq = counter_window(s["runqueue"], t0, t1)
