@@ -56,6 +56,9 @@ run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
 for t in "$SRC"/tests/e2e/test_*.py; do
 	run "e2e $(basename "$t")" python3 "$t"
 done
+# The benchmark itself is `make bench`; here only a short smoke run that
+# checks it still works (never how fast).
+run "bench smoke" python3 "$SRC/tests/bench/overhead.py" --smoke
 
 echo
 [ "$skipped" -gt 0 ] && echo "($skipped skipped: see SKIP lines above)"
