@@ -144,28 +144,24 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt,
 	return vfprintf(stderr, fmt, ap);
 }
 
-static int set_num(struct wc_config *cfg, const char *key, long v)
+/* One option through the plugin's own parser, so limits and messages
+ * are the same as in collectd.conf. */
+static int set_opt(struct wc_config *cfg, const char *key, struct wc_cval v)
 {
-	struct wc_cval val = {.type = WC_CVAL_NUMBER, .n = (double)v};
 	char err[512];
 
-	if (wc_config_set(cfg, key, &val, 1, err, sizeof(err))) {
+	if (wc_config_set(cfg, key, &v, 1, err, sizeof(err))) {
 		fprintf(stderr, "wallclock: %s\n", err);
 		return -1;
 	}
 	return 0;
 }
 
-static int set_str(struct wc_config *cfg, const char *key, const char *v)
+static int set_num(struct wc_config *cfg, const char *key, long n)
 {
-	struct wc_cval val = {.type = WC_CVAL_STRING, .s = v};
-	char err[512];
-
-	if (wc_config_set(cfg, key, &val, 1, err, sizeof(err))) {
-		fprintf(stderr, "wallclock: %s\n", err);
-		return -1;
-	}
-	return 0;
+	return set_opt(
+		cfg, key,
+		(struct wc_cval){.type = WC_CVAL_NUMBER, .n = (double)n});
 }
 
 static int record_loop(struct wc_engine *e, long seconds)
@@ -262,7 +258,8 @@ static int cmd_record(int argc, char **argv)
 	    set_num(&cfg, "MinBlockMicroseconds", min_us) ||
 	    set_num(&cfg, "TopStacks", top) ||
 	    set_num(&cfg, "FlushInterval", seconds) ||
-	    set_str(&cfg, "SpoolDir", abs) ||
+	    set_opt(&cfg, "SpoolDir",
+		    (struct wc_cval){.type = WC_CVAL_STRING, .s = abs}) ||
 	    wc_config_finish(&cfg, err, sizeof(err))) {
 		if (err[0])
 			fprintf(stderr, "wallclock: %s\n", err);

@@ -277,7 +277,8 @@ static enum wc_fold_kind fold_kind(uint32_t kind)
 
 struct svg_feed {
 	struct wc_flush *f;
-	struct wc_svg *svg;
+	struct wc_svg *svg;	    /* NULL: not drawing */
+	struct wc_spool_file *file; /* the folded file */
 };
 
 struct add_ctx {
@@ -333,38 +334,50 @@ static void utc(time_t t, const char *fmt, char *buf, size_t len)
 	strftime(buf, len, fmt, &tm);
 }
 
-/* The flame graph of this window, next to its folded file. */
-static void write_svg(struct wc_flush *f, time_t when)
+/* A renderer for this window's flame graph, fed while the folded file is
+ * written (one pass over the stacks for both); NULL if off or no memory. */
+static struct wc_svg *svg_start(struct wc_flush *f, time_t when)
 {
 	char title[320], sub[96], from[32], to[32];
 	struct wc_svg_opts o = {0};
-	struct wc_spool_file *file;
-	struct svg_feed feed;
 
+	if (!f->cfg->render_svg)
+		return NULL;
 	if (!f->line)
 		f->line = malloc(SVG_LINE_MAX);
 	if (!f->line)
-		return;
+		return NULL;
 	utc(f->last_when, "%Y-%m-%d %H:%M:%S", from, sizeof(from));
 	utc(when, "%H:%M:%S UTC", to, sizeof(to));
 	snprintf(title, sizeof(title), "wallclock: %s", f->host);
 	snprintf(sub, sizeof(sub), "%s to %s", from, to);
 	o.title = title;
 	o.subtitle = sub;
-	feed.f = f;
-	feed.svg = wc_svg_new(&o);
-	if (!feed.svg)
-		return;
 	f->line_len = 0;
 	f->line_too_long = false;
-	if (wc_fold_emit(f->fold, f->cfg->top_stacks, to_svg, &feed) >= 0) {
-		file = wc_spool_begin(f->spool, when, "svg", false);
-		if (file && wc_svg_emit(feed.svg, to_spool, file) >= 0)
-			wc_spool_commit(file);
-		else
-			wc_spool_abort(file);
-	}
-	wc_svg_free(feed.svg);
+	return wc_svg_new(&o);
+}
+
+/* The flame graph next to its folded file. */
+static void svg_write(struct wc_flush *f, struct wc_svg *svg, time_t when)
+{
+	struct wc_spool_file *file =
+		wc_spool_begin(f->spool, when, "svg", false);
+
+	if (file && wc_svg_emit(svg, to_spool, file) >= 0)
+		wc_spool_commit(file);
+	else
+		wc_spool_abort(file);
+}
+
+/* The folded text goes to its file and, when drawing, to the renderer. */
+static int to_file_and_svg(void *ctx, const char *buf, size_t len)
+{
+	struct svg_feed *feed = ctx;
+
+	if (feed->svg)
+		to_svg(feed, buf, len);
+	return wc_spool_write(feed->file, buf, len);
 }
 
 static uint64_t mono_ns(void)
@@ -386,14 +399,17 @@ int wc_flush_write(struct wc_flush *f, const struct wc_stacks *st, time_t when)
 	wc_stacks_foreach(st, add_entry, &c);
 	file = f->spool ? wc_spool_begin(f->spool, when, "folded", true) : NULL;
 	if (file) {
-		if (wc_fold_emit(f->fold, f->cfg->top_stacks, to_spool, file) <
-		    0)
+		struct svg_feed feed = {f, svg_start(f, when), file};
+
+		if (wc_fold_emit(f->fold, f->cfg->top_stacks, to_file_and_svg,
+				 &feed) < 0)
 			wc_spool_abort(file);
 		else
 			rc = wc_spool_commit(file);
+		if (rc == 0 && feed.svg)
+			svg_write(f, feed.svg, when);
+		wc_svg_free(feed.svg);
 	}
-	if (rc == 0 && f->cfg->render_svg)
-		write_svg(f, when);
 	f->last_when = when;
 	wc_fold_get_stats(f->fold, &fs);
 	f->stats.lines = fs.lines;

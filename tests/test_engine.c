@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_test.h"
 #include "unit/check.h"
 #include "wc_engine.h"
 #include "wc_log.h"
@@ -400,6 +401,22 @@ static int our_programs(int want)
 	return n;
 }
 
+/* The count before a test, once programs another process just released
+ * have gone: they linger for a grace period, up to a second here, so the
+ * count must hold still for 1.5 s (at most 5 s). */
+static int settled_count(void)
+{
+	int i, still = 0, n = count_our_programs(), m;
+
+	for (i = 0; i < 50 && still < 15; i++) {
+		usleep(100000);
+		m = count_our_programs();
+		still = m == n ? still + 1 : 0;
+		n = m;
+	}
+	return n;
+}
+
 static void test_close_unloads_everything(void)
 {
 	struct wc_config cfg;
@@ -407,7 +424,7 @@ static void test_close_unloads_everything(void)
 	int before;
 
 	NEED_ROOT();
-	before = count_our_programs();
+	before = settled_count();
 	e = open_engine(&cfg, false);
 	CHECK(e != NULL);
 	if (!e)
@@ -428,7 +445,7 @@ static void test_no_stacks_no_sys_exit(void)
 	int before;
 
 	NEED_ROOT();
-	before = count_our_programs();
+	before = settled_count();
 	wc_config_init(&cfg);
 	cfg.stacks = false;
 	if (wc_engine_open(&cfg, &e, err, sizeof(err)))
@@ -440,21 +457,6 @@ static void test_no_stacks_no_sys_exit(void)
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
-}
-
-static void quiet_log(enum wc_log_level level, const char *msg)
-{
-	if (level <= WC_LOG_WARN)
-		printf("  log: %s\n", msg);
-}
-
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt,
-			va_list ap)
-{
-	if (level != LIBBPF_WARN)
-		return 0;
-	printf("  ");
-	return vprintf(fmt, ap);
 }
 
 int main(int argc, char **argv)
@@ -469,8 +471,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 2;
 	}
-	wc_log_set(quiet_log);
-	libbpf_set_print(quiet_libbpf);
+	quiet_logs();
 	if (geteuid() != 0)
 		snprintf(skip_reason, sizeof(skip_reason),
 			 "needs root to load BPF programs");

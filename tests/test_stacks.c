@@ -22,6 +22,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "bpf_test.h"
 #include "unit/check.h"
 #include "wc_collector.h"
 #include "wc_log.h"
@@ -497,21 +498,6 @@ static void test_offcpu_blocked_stacks(void)
 	CHECK(through > 0.8 * blocked);
 }
 
-static void quiet_log(enum wc_log_level level, const char *msg)
-{
-	if (level <= WC_LOG_WARN)
-		printf("  log: %s\n", msg);
-}
-
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt,
-			va_list ap)
-{
-	if (level != LIBBPF_WARN)
-		return 0;
-	printf("  ");
-	return vprintf(fmt, ap);
-}
-
 int main(int argc, char **argv)
 {
 	check_prog = "test_stacks";
@@ -524,8 +510,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 2;
 	}
-	wc_log_set(quiet_log);
-	libbpf_set_print(quiet_libbpf);
+	quiet_logs();
 	copies = calloc(MAX_WEIGHTS, sizeof(*copies));
 	if (!copies)
 		return 1;
