@@ -65,24 +65,44 @@ const volatile __u64 sample_period_ns = 1000000000ULL / 49;
 const volatile bool stacks_enabled = false;
 const volatile __u64 min_block_ns = 1000000;
 
+/* How a thread's recent waits from one place went, to decide at the next
+ * switch-out from there whether its user stack is worth walking. */
+#define WC_PLACES 8
+
+struct wc_place {
+	__u32 key;  /* hash of (system call, user stack pointer); 0 unused */
+	__u32 hist; /* last 32 waits from here, newest in bit 0: 1 = long */
+};
+
 struct wc_task {
 	__u64 id;
 	__u32 seq;     /* odd while being charged */
 	__u32 state;   /* enum wc_state */
 	__u64 ckpt;    /* rq->clock when the state was entered */
 	__u64 exec_ns; /* se.sum_exec_runtime at the checkpoint */
+	/* sched_info.run_delay (schedstat's run-queue total) as of the
+	 * checkpoint, counting a wait in the run queue that is under way:
+	 * what it grows by is the run-queue part of a wait. */
+	__u64 rd_ckpt;
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples;
-	/* A long wait whose user stack is still to be taken, on the thread's
-	 * way back to user space.  Written by the waker, read by the thread
-	 * itself once it runs again: the scheduler orders the two. */
-	__u64 pend_ns;
-	__u64 pend_kstack;
-	__u32 pend_kind;
 	/* se.sum_exec_runtime at the thread's last sample: a sample's stack
 	 * is weighted with the run time since, so each thread's stacks add
 	 * up to its own run time, whatever the sampling luck of others. */
 	__u64 sample_exec_ns;
+	struct wc_place places[WC_PLACES];
+	__u32 place;	/* index of the place the current wait began at */
+	__u32 pad;
+	/* the user stack walked as the current wait began, stored in
+	 * `stacks` (user space keeps it while a thread has it parked) */
+	__u64 parked_ustack;
+	/* A long wait from a place that had only short ones lately: its user
+	 * stack was not taken, so the next sleep from the same place lends
+	 * its own (same system call, same stack depth: same call site). */
+	__u64 owed_ns;
+	__u64 owed_kstack;
+	__u32 owed_kind;
+	__u32 owed_key;
 };
 
 struct {
@@ -138,11 +158,9 @@ struct {
 #define SCAN_WORDS 32
 #define SCAN_CALLERS 4
 
-/* Per-CPU stack buffers, one per program that walks stacks.  The sampler
- * (hard IRQ) and the wake-up hook (IRQs off under the run-queue lock)
- * cannot be interrupted by another user of theirs on the same CPU; the
- * syscall-exit hook is preemptible, so it claims its buffer with `busy`
- * and a run that finds it taken goes without a user stack (counted). */
+/* Per-CPU stack buffers, one per program that walks stacks: the sampler
+ * (hard IRQ) and the switch hook (IRQs off under the run-queue lock)
+ * cannot be interrupted by another run of theirs on the same CPU. */
 struct scratch {
 	struct wc_stack k;
 	struct wc_stack u;
@@ -150,19 +168,41 @@ struct scratch {
 					are spliced in */
 	__u64 words[SCAN_WORDS];     /* the top of the user stack */
 	__u64 callers[SCAN_CALLERS]; /* return addresses found in it */
-	__u64 busy;
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
 #define SCRATCH_SAMPLE 0
-#define SCRATCH_WAKE 1
-#define SCRATCH_SYS_EXIT 2
+#define SCRATCH_SWITCH 1
+
+/* Executable mappings of each process, as far as caller recovery has
+ * asked about them (below); least recently used processes go first. */
+#define TEXTS 8
+
+struct text_key {
+	__u64 mm;
+	__u32 tgid; /* with mm: a freed mm reused by a new process is new */
+	__u32 pad;
+};
+
+struct texts {
+	__u64 start[TEXTS];
+	__u64 end[TEXTS];
+	__u32 next;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct text_key);
+	__type(value, struct texts);
+} texts SEC(".maps");
+
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
@@ -266,11 +306,64 @@ static __always_inline struct scratch *scratch_buf(__u32 which)
  */
 #define K_VM_EXEC 0x4
 
-static long vma_exec(struct task_struct *task, struct vm_area_struct *vma,
+/*
+ * Whether an address is in executable memory is bpf_find_vma()'s to say,
+ * but with IRQs off (the sampler, the switch hook) it can answer only once
+ * until the CPU next takes interrupts (it releases the mmap lock from an
+ * irq_work), and each answer costs that interrupt.  So each process keeps
+ * the executable mappings it was found to have, and a walk asks about at
+ * most one new one.  A kept range can only go stale by being unmapped
+ * while its process lives on, and a candidate must still follow a call
+ * instruction.
+ */
+struct vma_answer {
+	__u64 start;
+	__u64 end;
+	bool exec;
+};
+
+static long vma_note(struct task_struct *task, struct vm_area_struct *vma,
 		     void *data)
 {
-	*(bool *)data = vma->vm_flags & K_VM_EXEC;
+	struct vma_answer *a = data;
+
+	a->start = vma->vm_start;
+	a->end = vma->vm_end;
+	a->exec = (vma->vm_flags & K_VM_EXEC) != 0;
 	return 0;
+}
+
+static __always_inline struct texts *texts_of(struct task_struct *task)
+{
+	struct text_key k = {.mm = (__u64)task->mm, .tgid = task->tgid};
+	struct texts *x = bpf_map_lookup_elem(&texts, &k), fresh = {};
+
+	if (x)
+		return x;
+	bpf_map_update_elem(&texts, &k, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&texts, &k);
+}
+
+/* Whether w is in an executable mapping of task: false if not, or not
+ * known and this walk's one question was already asked. */
+static __always_inline bool is_exec(struct texts *x, struct task_struct *task,
+				    __u64 w, bool *asked)
+{
+	struct vma_answer a = {};
+	__u32 i;
+
+	for (i = 0; i < TEXTS; i++)
+		if (w >= x->start[i] && w < x->end[i])
+			return true;
+	if (*asked)
+		return false;
+	*asked = true;
+	if (bpf_find_vma(task, w, vma_note, &a, 0) || !a.exec || a.end <= w)
+		return false;
+	i = x->next++ % TEXTS;
+	x->start[i & (TEXTS - 1)] = a.start;
+	x->end[i & (TEXTS - 1)] = a.end;
+	return true;
 }
 
 /* x86-64 calls: e8 rel32 (5 bytes), and ff /2 in its 2, 3, 4, 6 and 7
@@ -290,37 +383,57 @@ static __always_inline bool after_call(__u64 ret)
 	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
 }
 
+struct scan {
+	struct scratch *sc;
+	struct texts *texts;
+	struct task_struct *task;
+	__u64 sp;
+	__u32 words;
+	__u32 n;
+	bool asked;
+};
+
+/* One word of the scan; a bpf_loop() body, so the verifier walks it once
+ * rather than once per word. */
+static long scan_word(__u64 i, void *data)
+{
+	struct scan *c = data;
+	struct scratch *sc = c->sc;
+	__u64 w;
+
+	if (!sc || !c->texts || i >= c->words || i >= SCAN_WORDS ||
+	    c->n >= SCAN_CALLERS)
+		return 1;
+	w = sc->words[i & (SCAN_WORDS - 1)];
+	/* user text, not the stack itself */
+	if (w < 0x10000 || w >= 0x800000000000ULL ||
+	    (w >= c->sp - 0x100000 && w < c->sp + 0x800000))
+		return 0;
+	/* the cheap test first: asking about a mapping costs an IPI */
+	if (!after_call(w) || !is_exec(c->texts, c->task, w, &c->asked))
+		return 0;
+	sc->callers[c->n & (SCAN_CALLERS - 1)] = w;
+	c->n++;
+	return 0;
+}
+
 static __always_inline __u32 find_callers(struct scratch *sc,
 					  struct task_struct *task,
 					  struct pt_regs *regs)
 {
 	__u64 sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
-	__u32 i, n = 0, words;
+	struct scan c = {.sc = sc, .task = task, .sp = sp};
 
 	if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 4)
 		return 0;
-	words = (bp - sp) / 8;
-	if (words > SCAN_WORDS)
-		words = SCAN_WORDS;
+	c.words = (bp - sp) / 8;
 	if (bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)sp))
 		return 0;
-	for (i = 0; i < SCAN_WORDS && i < words; i++) {
-		__u64 w = sc->words[i];
-		bool exec = false;
-
-		/* user text, not the stack itself */
-		if (w < 0x10000 || w >= 0x800000000000ULL ||
-		    (w >= sp - 0x100000 && w < sp + 0x800000))
-			continue;
-		bpf_find_vma(task, w, vma_exec, &exec, 0);
-		if (!exec || !after_call(w))
-			continue;
-		if (n < SCAN_CALLERS)
-			sc->callers[n] = w;
-		if (++n >= SCAN_CALLERS)
-			break;
-	}
-	return n;
+	c.texts = texts_of(task);
+	if (!c.texts)
+		return 0;
+	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	return c.n < SCAN_CALLERS ? c.n : SCAN_CALLERS;
 }
 
 /* out = walk[0], callers, walk[1..]: at most WC_STACK_DEPTH frames. */
@@ -349,21 +462,26 @@ static __always_inline void splice(struct wc_stack *out,
 	out->nr = walk->nr + i > WC_STACK_DEPTH ? WC_STACK_DEPTH : walk->nr + i;
 }
 
-/* A user stack, walked by frame pointers, callers recovered; its hash. */
-static __always_inline __u64 user_stack(void *ctx, struct scratch *sc,
-					struct task_struct *task,
-					struct pt_regs *regs)
+/* The current thread's user stack into sc->u, walked by frame pointers,
+ * callers recovered; false if the kernel could not walk it. */
+static __always_inline bool walk_user(void *ctx, struct scratch *sc,
+				      struct task_struct *task,
+				      struct pt_regs *regs)
 {
 	long len = bpf_get_stack(ctx, sc->walk.ip, sizeof(sc->walk.ip),
 				 BPF_F_USER_STACK);
 	__u32 n;
 
-	if (len <= 0)
-		return save_stack(&sc->u, len);
+	sc->u.nr = 0;
+	if (len <= 0) {
+		if (len < 0)
+			count(WC_CNT_STACK_ERRORS);
+		return false;
+	}
 	sc->walk.nr = (__u32)(len / sizeof(__u64));
 	n = find_callers(sc, task, regs);
 	splice(&sc->u, &sc->walk, sc->callers, n);
-	return save_stack(&sc->u, (long)sc->u.nr * sizeof(__u64));
+	return sc->u.nr > 0;
 }
 
 /* The idle tasks all have pid 0: they are not threads anyone profiles. */
@@ -412,6 +530,8 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	init.ckpt = now;
 	init.exec_ns = task->se.sum_exec_runtime;
 	init.sample_exec_ns = init.exec_ns;
+	init.rd_ckpt = task->sched_info.run_delay;
+	init.place = WC_PLACES;
 	t = bpf_task_storage_get(&tasks, task, &init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
@@ -425,12 +545,44 @@ static __always_inline __u32 slot(__u32 st)
 	return st & 3;
 }
 
-/* Charge an off-CPU stretch [from, to] of state st. */
-static __always_inline void add_wait(__u64 *times, __u32 st, __u64 from,
-				     __u64 to)
+/*
+ * How much of a wait since the checkpoint was spent in the run queue, up
+ * to `now` on the clock of the CPU looking: what schedstat's run_delay
+ * grew by, plus a stay in the run queue still under way (run_delay counts
+ * it only once the thread runs).  A wait that ends in the run queue of
+ * another CPU than it began on (the thread migrated) adds up the same.
+ */
+static __always_inline __u64 runq_part(struct task_struct *task,
+				       __u64 rd_ckpt, __u64 now)
 {
-	if (to > from && st != WC_ONCPU && st <= WC_BLOCKED)
-		times[slot(st)] += to - from;
+	__u64 rd = task->sched_info.run_delay;
+	__u64 queued = task->sched_info.last_queued;
+
+	if (queued && now > queued)
+		rd += now - queued;
+	return rd > rd_ckpt ? rd - rd_ckpt : 0;
+}
+
+/* Charge an off-CPU stretch [from, to] that began in state st, rq of it in
+ * the run queue (from runq_part): a thread that went to sleep slept until
+ * it was woken, and waited for a CPU from then on.  Returns the part
+ * slept. */
+static __always_inline __u64 add_wait(__u64 *times, __u32 st, __u64 from,
+				      __u64 to, __u64 rq)
+{
+	__u64 wall = to > from ? to - from : 0;
+
+	if (st == WC_RUNQ) {
+		times[WC_T_RUNQ] += wall;
+		return 0;
+	}
+	if (st != WC_SLEEP && st != WC_BLOCKED)
+		return 0;
+	if (rq > wall)
+		rq = wall;
+	times[WC_T_RUNQ] += rq;
+	times[slot(st)] += wall - rq;
+	return wall - rq;
 }
 
 /* Charge an on-CPU stretch: the kernel's run time, and steal for the rest
@@ -509,96 +661,258 @@ static __always_inline void emit_exit(struct task_struct *task,
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
-/* Record a pending wait without its user stack: the thread died, or it
- * blocked again elsewhere before returning to user space (a page fault,
- * or a kernel thread, which never does). */
-static __always_inline void flush_pending(struct task_struct *task,
-					  struct wc_task *t)
+/*
+ * Off-CPU stacks without a stack walk at every switch-out.  A wait's
+ * kernel stack can be walked when it ends (the thread has not run since
+ * it blocked), but its user stack only while the thread is still current,
+ * at switch-out, before anyone knows how long the wait will be.  So each
+ * thread remembers how its last 32 waits from each place went (a place is
+ * a system call and a user stack pointer: one call site in one loop), and
+ * the user stack is walked only where a recent wait was long.  A place
+ * not seen before counts as long.  The cost moves to where the stacks
+ * are wanted: a thread whose waits are all short (a pipe, a busy lock)
+ * stops paying after 32 of them, one that sleeps long pays once per sleep.
+ * A long wait from a place whose last 32 were short is owed the user
+ * stack of the thread's next sleep from the same place (walked anyway,
+ * now that the place has had a long wait); if the thread dies first, or
+ * has another such wait, it goes without one, counted
+ * (offcpu_user_missed).
+ */
+static __always_inline __u32 place_key(struct pt_regs *regs)
 {
-	if (!t->pend_ns)
-		return;
-	add_weight(task->tgid, t->pend_kind, STACK_NONE, t->pend_kstack,
-		   t->pend_ns);
-	count(WC_CNT_OFFCPU_STACKS);
-	if (!(task->flags & K_PF_KTHREAD))
-		count(WC_CNT_OFFCPU_NO_USER);
-	t->pend_ns = 0;
+	__u64 h = ((__u64)regs->orig_ax + 1) * 0x9e3779b97f4a7c15ULL ^
+		  regs->sp * 0xc2b2ae3d27d4eb4fULL;
+	__u32 k = (__u32)(h >> 32) ^ (__u32)h;
+
+	return k ? k : 1;
 }
 
-static __always_inline void switch_out(struct task_struct *prev, __u64 now,
-				       bool preempt, unsigned int prev_state)
+/* The place with this key, or a slot to reuse for it: an unused one, else
+ * one whose recent waits were all short (losing its history is cheap),
+ * else the next in turn. */
+static __always_inline __u32 find_place(struct wc_task *t, __u32 key)
+{
+	__u32 i, pick = WC_PLACES;
+
+	for (i = 0; i < WC_PLACES; i++) {
+		if (t->places[i].key == key)
+			return i;
+		if (pick == WC_PLACES &&
+		    (!t->places[i].key || !t->places[i].hist))
+			pick = i;
+	}
+	if (pick == WC_PLACES)
+		pick = (__u32)(t->id + t->seq) % WC_PLACES;
+	t->places[pick & (WC_PLACES - 1)].key = key;
+	t->places[pick & (WC_PLACES - 1)].hist = 1;
+	return pick & (WC_PLACES - 1);
+}
+
+/* Record a long wait's weight, once both its stacks are known. */
+static __always_inline void add_wait_weight(struct task_struct *p, __u32 kind,
+					    __u64 uh, __u64 kh, __u64 wait_ns)
+{
+	if (uh == STACK_NONE && !(p->flags & K_PF_KTHREAD))
+		count(WC_CNT_OFFCPU_NO_USER);
+	add_weight(p->tgid, kind, uh, kh, wait_ns);
+	count(WC_CNT_OFFCPU_STACKS);
+}
+
+/* Settle an owed wait with this user stack (STACK_NONE: none to lend). */
+static __always_inline void settle_owed(struct task_struct *p,
+					struct wc_task *t, __u64 uh)
+{
+	if (!t->owed_ns)
+		return;
+	if (uh == STACK_NONE)
+		count(WC_CNT_OFFCPU_USER_MISSED);
+	add_wait_weight(p, t->owed_kind, uh, t->owed_kstack, t->owed_ns);
+	t->owed_ns = 0;
+}
+
+/* prev is going to sleep: if its place has had long waits, park its user
+ * stack until the wait ends, and lend it to a wait owed one from here. */
+static __always_inline void park(void *ctx, struct task_struct *prev,
+				 struct wc_task *t)
+{
+	struct pt_regs *regs;
+	struct scratch *sc;
+	__u32 i, key;
+	__u64 uh;
+
+	if (prev->flags & K_PF_KTHREAD)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs)
+		return;
+	key = place_key(regs);
+	i = find_place(t, key);
+	t->place = i;
+	if (!t->places[i & (WC_PLACES - 1)].hist)
+		return;
+	sc = scratch_buf(SCRATCH_SWITCH);
+	uh = STACK_NONE;
+	if (sc && walk_user(ctx, sc, prev, regs))
+		uh = save_stack(&sc->u, (long)sc->u.nr * sizeof(__u64));
+	if (uh == STACK_DROPPED)
+		uh = STACK_NONE;
+	if (t->owed_ns && t->owed_key == key)
+		settle_owed(prev, t, uh);
+	t->parked_ustack = uh;
+}
+
+/* A long wait of p that just ended: its kernel stack now, its user stack
+ * from where it was parked, or owed (unexpected) or none (never seen going
+ * to sleep).  A wait that began before the window the plugin is filling
+ * is charged from the window's start on: the part before was in the
+ * previous file already, as a wait under way. */
+static __always_inline void record_wait(struct task_struct *p,
+					struct wc_task *t, __u32 kind,
+					__u64 wait_ns, __u64 uh, bool owe)
+{
+	struct scratch *sc = scratch_buf(SCRATCH_SWITCH);
+	__u64 kh = STACK_NONE, start = window_start_ns;
+	__u64 mono = bpf_ktime_get_ns();
+	long len;
+
+	if (start && mono > start && wait_ns > mono - start)
+		wait_ns = mono - start;
+	if (sc) {
+		len = bpf_get_task_stack(p, sc->k.ip, sizeof(sc->k.ip), 0);
+		kh = save_stack(&sc->k, len);
+	}
+	if (uh == STACK_NONE && owe) {
+		settle_owed(p, t, STACK_NONE); /* one owed at a time */
+		t->owed_ns = wait_ns;
+		t->owed_kstack = kh;
+		t->owed_kind = kind;
+		t->owed_key = t->places[t->place & (WC_PLACES - 1)].key;
+		return;
+	}
+	add_wait_weight(p, kind, uh, kh, wait_ns);
+}
+
+/* p's wait (slept ns of it asleep, in state kind) ended as it switches
+ * in: learn from it, record it if long, and let its parked stack go. */
+static __always_inline void end_wait(struct task_struct *p, struct wc_task *t,
+				     __u32 kind, __u64 slept)
+{
+	bool long_wait = slept >= min_block_ns, unexpected = false;
+	__u64 uh = t->parked_ustack;
+	__u32 i = t->place;
+
+	/* no place: we never saw it go to sleep (first sight) */
+	if (i < WC_PLACES) {
+		opaque(i);
+		i &= WC_PLACES - 1;
+		unexpected = t->places[i].hist == 0;
+		t->places[i].hist = t->places[i].hist << 1 | long_wait;
+	}
+	if (long_wait)
+		record_wait(p, t, kind, slept, uh, unexpected);
+	else if (uh)
+		count(WC_CNT_WALKS_UNUSED);
+	t->place = WC_PLACES;
+	t->parked_ustack = STACK_NONE;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev,
+				       __u64 now, bool preempt,
+				       unsigned int prev_state)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, prev, 0, 0);
 	__u64 exec_ns = prev->se.sum_exec_runtime;
 	bool dead = prev_state & K_TASK_DEAD;
+	__u32 state = preempt ? WC_RUNQ : state_of(prev_state);
 	__u64 start;
 
 	if (!t) {
 		/* First sight: time before now is not ours to know. */
 		if (!dead)
-			create(prev, now,
-			       preempt ? WC_RUNQ : state_of(prev_state));
+			create(prev, now, state);
 		return;
 	}
 	begin_write(t);
 	start = t->ckpt;
 	if (t->state != WC_ONCPU) {
 		/* switched in unseen: the kernel noted when */
-		__u64 arrived = 0;
+		__u64 arrived = prev->sched_info.last_arrival;
 
-		if (bpf_core_field_exists(prev->sched_info.last_arrival))
-			arrived = prev->sched_info.last_arrival;
 		if (arrived > start && arrived <= now) {
-			add_wait(t->time_ns, t->state, start, arrived);
+			add_wait(t->time_ns, t->state, start, arrived,
+				 runq_part(prev, t->rd_ckpt, arrived));
 			start = arrived;
 		}
 		count(WC_CNT_SWITCHES_MISSED);
 	}
 	add_run(t->time_ns, start, now, t->exec_ns, exec_ns);
-	if (dead)
-		enter(t, WC_DEAD, now, exec_ns);
-	else
-		enter(t, preempt ? WC_RUNQ : state_of(prev_state), now,
-		      exec_ns);
+	t->rd_ckpt = prev->sched_info.run_delay;
+	enter(t, dead ? WC_DEAD : state, now, exec_ns);
 	end_write(t);
+	/* a stack parked for a wait whose end went unseen is not this one's */
+	t->parked_ustack = STACK_NONE;
 	if (dead) {
-		flush_pending(prev, t);
+		settle_owed(prev, t, STACK_NONE);
 		emit_exit(prev, t);
+	} else if (stacks_enabled &&
+		   (state == WC_SLEEP || state == WC_BLOCKED)) {
+		park(ctx, prev, t);
 	}
+}
+
+/*
+ * A thread seen for the first time as it switches in.  One that never ran
+ * (no run time yet) is new: its wait in the run queue since the kernel
+ * queued it is its first time, and is charged.  Any other began before we
+ * looked, and starts now.
+ */
+static __always_inline struct wc_task *first_in(struct task_struct *next,
+						__u64 now)
+{
+	__u64 queued = next->sched_info.last_queued;
+
+	if (next->se.sum_exec_runtime == 0 && queued && queued < now)
+		return create(next, queued, WC_RUNQ);
+	create(next, now, WC_ONCPU);
+	return NULL;
 }
 
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
 	__u64 exec_ns = next->se.sum_exec_runtime;
+	__u64 slept = 0, rq;
+	__u32 st;
 
 	if (!t) {
-		create(next, now, WC_ONCPU);
-		return;
+		t = first_in(next, now);
+		if (!t)
+			return;
 	}
 	begin_write(t);
-	if (t->state == WC_ONCPU) {
-		/* switched out unseen: run time is the kernel's, a wait for
-		 * a CPU since last_queued is run-queue time, the rest slept */
-		__u64 queued = 0;
+	st = t->state;
+	rq = runq_part(next, t->rd_ckpt, now);
+	if (st == WC_ONCPU) {
+		/* switched out unseen: run time is the kernel's, the run
+		 * queue's is schedstat's, the rest slept */
 		__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
 		__u64 wall = now > t->ckpt ? now - t->ckpt : 0;
-		__u64 rq;
-
-		if (bpf_core_field_exists(next->sched_info.last_queued))
-			queued = next->sched_info.last_queued;
-		rq = queued > t->ckpt && queued < now ? now - queued : 0;
+		__u64 off = wall > run ? wall - run : 0;
 
 		t->time_ns[WC_T_ONCPU] += run;
-		t->time_ns[WC_T_RUNQ] += rq;
-		if (wall > run + rq)
-			t->time_ns[WC_T_SLEEP] += wall - run - rq;
+		t->time_ns[WC_T_RUNQ] += rq < off ? rq : off;
+		if (off > rq)
+			t->time_ns[WC_T_SLEEP] += off - rq;
 		count(WC_CNT_SWITCHES_MISSED);
 	} else {
-		add_wait(t->time_ns, t->state, t->ckpt, now);
+		slept = add_wait(t->time_ns, st, t->ckpt, now, rq);
 	}
+	/* what run_delay will read once the kernel has counted this wait */
+	t->rd_ckpt += rq;
 	enter(t, WC_ONCPU, now, exec_ns);
 	end_write(t);
+	if (stacks_enabled && (st == WC_SLEEP || st == WC_BLOCKED))
+		end_wait(next, t, st, slept);
 }
 
 SEC("tp_btf/sched_switch")
@@ -614,90 +928,9 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	/* __schedule() has just updated this run queue's clock. */
 	now = rq_clock_of(next);
 	if (out)
-		switch_out(prev, now, preempt, prev_state);
+		switch_out(ctx, prev, now, preempt, prev_state);
 	if (in)
 		switch_in(next, now);
-	return 0;
-}
-
-/*
- * A wait long enough to deserve a stack has just ended.  The woken thread
- * has not run since it blocked (we hold its run-queue lock), so its kernel
- * stack is still the one it blocked in: walk it now.  Its user stack can
- * only be read from its own context, so the wait stays pending until the
- * thread returns from its system call.  Waits that end the same way merge
- * (a syscall that sleeps several times: fdatasync, poll loops).
- */
-static __always_inline void note_wait(struct task_struct *p, struct wc_task *t,
-				      __u32 kind, __u64 wait_ns)
-{
-	struct scratch *sc = scratch_buf(SCRATCH_WAKE);
-	__u64 kh = STACK_NONE, start = window_start_ns, mono;
-	long len;
-
-	mono = bpf_ktime_get_ns();
-	if (start && mono > start && wait_ns > mono - start)
-		wait_ns = mono - start;
-
-	if (sc) {
-		len = bpf_get_task_stack(p, sc->k.ip, sizeof(sc->k.ip), 0);
-		kh = save_stack(&sc->k, len);
-	}
-	if (t->pend_ns && (t->pend_kstack != kh || t->pend_kind != kind))
-		flush_pending(p, t);
-	if (t->pend_ns) {
-		t->pend_ns += wait_ns;
-		return;
-	}
-	t->pend_ns = wait_ns;
-	t->pend_kstack = kh;
-	t->pend_kind = kind;
-	if (p->flags & K_PF_KTHREAD)
-		flush_pending(p, t);
-}
-
-/* From wake-up to running is run-queue wait (schedstat's run_delay counts
- * it too), so the sleep ends here, not at switch-in. */
-static __always_inline void wake(struct task_struct *p)
-{
-	struct wc_task *t;
-	__u64 now, since;
-	__u32 st;
-
-	if (!profiled(p))
-		return;
-	t = bpf_task_storage_get(&tasks, p, 0, 0);
-	/* a wake-up of a thread already running or runnable changes nothing */
-	if (t && t->state != WC_SLEEP && t->state != WC_BLOCKED)
-		return;
-	/* The waker has enqueued p and updated p's run-queue clock: the
-	 * moment the kernel starts counting run_delay. */
-	now = rq_clock_of(p);
-	if (!t) {
-		create(p, now, WC_RUNQ);
-		return;
-	}
-	st = t->state;
-	since = t->ckpt;
-	begin_write(t);
-	add_wait(t->time_ns, st, since, now);
-	enter(t, WC_RUNQ, now, t->exec_ns);
-	end_write(t);
-	if (stacks_enabled && now >= since + min_block_ns)
-		note_wait(p, t, st, now - since);
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(wc_wakeup, struct task_struct *p)
-{
-	wake(p);
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(wc_wakeup_new, struct task_struct *p)
-{
-	wake(p);
 	return 0;
 }
 
@@ -747,8 +980,9 @@ static __always_inline void sample_stacks(struct bpf_perf_event_data *ctx,
 	kh = save_stack(&sc->k, len);
 	uh = STACK_NONE;
 	if (!(task->flags & K_PF_KTHREAD))
-		uh = user_stack(ctx, sc, task,
-				(struct pt_regs *)bpf_task_pt_regs(task));
+		if (walk_user(ctx, sc, task,
+			      (struct pt_regs *)bpf_task_pt_regs(task)))
+			uh = save_stack(&sc->u, (long)sc->u.nr * sizeof(__u64));
 	add_weight(task->tgid, WC_ONCPU, uh, kh, ran);
 }
 
@@ -781,34 +1015,6 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* On the way back to user space after a long wait: the user stack is the
- * one the thread blocked with.  Attached only when stacks are wanted. */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(wc_sys_exit, struct pt_regs *regs, long ret)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct wc_task *t = bpf_task_storage_get(&tasks, task, 0, 0);
-	struct scratch *sc;
-	__u64 uh = STACK_NONE;
-
-	if (!t || !t->pend_ns)
-		return 0;
-	sc = scratch_buf(SCRATCH_SYS_EXIT);
-	if (sc && __sync_lock_test_and_set(&sc->busy, 1) == 0) {
-		uh = user_stack(ctx, sc, task,
-				(struct pt_regs *)bpf_task_pt_regs(task));
-		/* only this CPU contends for it: order, not atomicity */
-		barrier();
-		WRITE_ONCE(sc->busy, 0);
-	} else {
-		count(WC_CNT_STACK_ERRORS);
-	}
-	add_weight(task->tgid, t->pend_kind, uh, t->pend_kstack, t->pend_ns);
-	count(WC_CNT_OFFCPU_STACKS);
-	t->pend_ns = 0;
-	return 0;
-}
-
 /* A thread the iterator meets before any scheduler event: start it in the
  * state the kernel says it is in now. */
 static __always_inline struct wc_task *adopt(struct task_struct *task)
@@ -831,19 +1037,20 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
  */
 static __always_inline void charge_waiting(struct task_struct *task,
 					   struct wc_task_rec *r, __u32 st,
-					   __u64 ckpt, __u64 exec_ns)
+					   __u64 ckpt, __u64 exec_ns,
+					   __u64 rd_ckpt)
 {
 	__u64 now = rq_clock_of(bpf_get_current_task_btf()), arrived = 0;
 
-	if (BPF_CORE_READ(task, on_cpu) &&
-	    bpf_core_field_exists(task->sched_info.last_arrival))
-		arrived = BPF_CORE_READ(task, sched_info.last_arrival);
+	if (task->on_cpu)
+		arrived = task->sched_info.last_arrival;
 	if (arrived > ckpt && arrived <= now) {
-		add_wait(r->time_ns, st, ckpt, arrived);
+		add_wait(r->time_ns, st, ckpt, arrived,
+			 runq_part(task, rd_ckpt, arrived));
 		add_run(r->time_ns, 0, 0, exec_ns, task->se.sum_exec_runtime);
 		return;
 	}
-	add_wait(r->time_ns, st, ckpt, now);
+	add_wait(r->time_ns, st, ckpt, now, runq_part(task, rd_ckpt, now));
 }
 
 /*
@@ -860,13 +1067,14 @@ static __always_inline bool snapshot(struct task_struct *task,
 
 	for (i = 0; i < 4; i++) {
 		__u32 s1 = READ_ONCE(t->seq);
-		__u64 ckpt, exec_ns;
+		__u64 ckpt, exec_ns, rd_ckpt;
 		__u32 s2, st;
 
 		barrier();
 		st = t->state;
 		ckpt = t->ckpt;
 		exec_ns = t->exec_ns;
+		rd_ckpt = t->rd_ckpt;
 		for (k = 0; k < WC_NSLOTS; k++)
 			r->time_ns[k] = t->time_ns[k];
 		barrier();
@@ -877,10 +1085,11 @@ static __always_inline bool snapshot(struct task_struct *task,
 			add_run(r->time_ns, 0, 0, exec_ns,
 				task->se.sum_exec_runtime);
 		else
-			charge_waiting(task, r, st, ckpt, exec_ns);
+			charge_waiting(task, r, st, ckpt, exec_ns, rd_ckpt);
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;
+		r->parked_ustack = t->parked_ustack;
 		return true;
 	}
 	return false;

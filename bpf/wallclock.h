@@ -57,6 +57,7 @@ struct wc_task_rec {
 	__u64 leader_start_ns; /* start time of the thread group leader */
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples; /* on-CPU samples taken while this thread ran */
+	__u64 parked_ustack; /* stack hash a wait under way will name */
 	__u32 tid;
 	__u32 tgid;
 	__u32 flags;
@@ -80,8 +81,12 @@ enum wc_counter {
 	WC_CNT_STACK_COUNTS_FULL, /* a new (process, stack) found its table full */
 	WC_CNT_STACK_ERRORS,	  /* the kernel could not walk a stack */
 	WC_CNT_OFFCPU_STACKS,	  /* off-CPU waits recorded with a stack */
-	WC_CNT_OFFCPU_NO_USER,	  /* of those, without a user stack (no syscall
-				 * return between wake-up and switch-out) */
+	WC_CNT_OFFCPU_NO_USER,	  /* of those, without a user stack */
+	WC_CNT_OFFCPU_USER_MISSED, /* of those, unexpected (recent waits from
+				    * their place were short) and with no
+				    * later sleep there to lend a user stack */
+	WC_CNT_WALKS_UNUSED,	  /* user stacks walked for a wait that then
+				   * was short */
 	WC_CNT_STACKS_TRUNCATED, /* stacks cut at WC_STACK_DEPTH frames */
 	WC_CNT_NR,
 };

@@ -180,6 +180,9 @@ static void submit_stack_self(const struct wc_self_stats *s)
 	submit_derive("stack_errors", s->bpf.v[WC_CNT_STACK_ERRORS]);
 	submit_derive("offcpu_stacks", s->bpf.v[WC_CNT_OFFCPU_STACKS]);
 	submit_derive("offcpu_no_user_stack", s->bpf.v[WC_CNT_OFFCPU_NO_USER]);
+	submit_derive("offcpu_user_missed",
+		      s->bpf.v[WC_CNT_OFFCPU_USER_MISSED]);
+	submit_derive("offcpu_walks_unused", s->bpf.v[WC_CNT_WALKS_UNUSED]);
 	submit_derive("stacks_truncated", s->bpf.v[WC_CNT_STACKS_TRUNCATED]);
 	submit_derive("window_weights_dropped", s->window.weights_dropped);
 	submit_derive("window_stacks_dropped", s->window.stacks_dropped);

@@ -29,11 +29,12 @@
 
 struct wc_collector {
 	struct wallclock_bpf *skel;
-	struct bpf_link *sched_links[3];
+	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
-	struct bpf_link *sys_exit_link; /* only with stacks */
 	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
 	uint64_t *weights;
+	uint64_t *hashes;	/* a chunk of the stack table at a time */
+	struct wc_stack *chunk;
 	uint32_t stack_entries;
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
@@ -99,6 +100,9 @@ static unsigned int round_pow2(unsigned long v)
 	return (unsigned int)p;
 }
 
+/* Stacks copied out of the kernel per system call: 256 KiB of buffer. */
+#define STACK_CHUNK 256u
+
 /* Without stacks the tables still exist (the programs name them) but
  * shrink to one entry. */
 static int size_stacks(struct wc_collector *c,
@@ -115,7 +119,9 @@ static int size_stacks(struct wc_collector *c,
 		return rc;
 	c->keys = calloc(n, sizeof(*c->keys));
 	c->weights = calloc(n, sizeof(*c->weights));
-	return c->keys && c->weights ? 0 : -ENOMEM;
+	c->hashes = calloc(STACK_CHUNK, sizeof(*c->hashes));
+	c->chunk = calloc(STACK_CHUNK, sizeof(*c->chunk));
+	return c->keys && c->weights && c->hashes && c->chunk ? 0 : -ENOMEM;
 }
 
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
@@ -132,7 +138,6 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
 	c->skel->rodata->stacks_enabled = o->stacks;
 	c->skel->rodata->min_block_ns = (__u64)o->min_block_us * 1000;
-	bpf_program__set_autoload(c->skel->progs.wc_sys_exit, o->stacks);
 	rc = size_stacks(c, o);
 	if (rc)
 		return wc_err(err, errlen, "sizing the stack tables failed: %s",
@@ -160,28 +165,11 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 
 static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 {
-	struct bpf_program *progs[3] = {
-		c->skel->progs.wc_switch,
-		c->skel->progs.wc_wakeup,
-		c->skel->progs.wc_wakeup_new,
-	};
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		c->sched_links[i] = bpf_program__attach(progs[i]);
-		if (!c->sched_links[i])
-			return wc_err(err, errlen, "attaching %s failed: %s",
-				      bpf_program__section_name(progs[i]),
-				      strerror(errno));
-	}
-	if (c->stack_entries > 1) {
-		c->sys_exit_link =
-			bpf_program__attach(c->skel->progs.wc_sys_exit);
-		if (!c->sys_exit_link)
-			return wc_err(err, errlen,
-				      "attaching tp_btf/sys_exit failed: %s",
-				      strerror(errno));
-	}
+	c->switch_link = bpf_program__attach(c->skel->progs.wc_switch);
+	if (!c->switch_link)
+		return wc_err(err, errlen, "attaching %s failed: %s",
+			      bpf_program__section_name(c->skel->progs.wc_switch),
+			      strerror(errno));
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
 	if (!c->iter_link)
 		return wc_err(err, errlen,
@@ -429,6 +417,37 @@ int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
 	return 0;
 }
 
+int wc_collector_drain_stack_table(struct wc_collector *c, wc_stack_fn fn,
+				   void *arg, char *err, size_t errlen)
+{
+	int fd = bpf_map__fd(c->skel->maps.stacks);
+	uint32_t total = 0;
+	__u64 token;
+	bool first = true;
+
+	if (!c->keys)
+		return 0;
+	/* bounded by the table's size, even if the kernel refills it as
+	 * fast as we empty it */
+	while (total < c->stack_entries) {
+		uint32_t i, n = STACK_CHUNK;
+		int rc = bpf_map_lookup_and_delete_batch(
+			fd, first ? NULL : &token, &token, c->hashes, c->chunk,
+			&n, NULL);
+
+		first = false;
+		for (i = 0; i < n; i++)
+			fn(arg, c->hashes[i], &c->chunk[i]);
+		total += n;
+		if (rc == -ENOENT)
+			return 0;
+		if (rc)
+			return wc_err(err, errlen, "draining the stack table: %s",
+				      strerror(-rc));
+	}
+	return 0;
+}
+
 bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 			     struct wc_stack *out)
 {
@@ -485,12 +504,12 @@ void wc_collector_close(struct wc_collector *c)
 		bpf_link__destroy(c->perf_links[i]);
 	free(c->perf_links);
 	bpf_link__destroy(c->iter_link);
-	bpf_link__destroy(c->sys_exit_link);
-	for (i = 0; i < 3; i++)
-		bpf_link__destroy(c->sched_links[i]);
+	bpf_link__destroy(c->switch_link);
 	wallclock_bpf__destroy(c->skel);
 	free(c->per_cpu);
 	free(c->keys);
 	free(c->weights);
+	free(c->hashes);
+	free(c->chunk);
 	free(c);
 }

@@ -42,16 +42,23 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen);
 
 /*
- * Stacks: drain hands over every (process, kind, stacks) weight gathered
- * since the last drain and removes it from the kernel's table; take then
- * copies out (and removes) one stack by hash, false if the kernel has no
- * such stack (already taken, or never stored).  Drain at every read: the
- * tables are bounded and a full one drops what does not fit (counted).
+ * Stacks: drain_stacks hands over every (process, kind, stacks) weight
+ * gathered since the last drain and removes it from the kernel's table;
+ * drain_stack_table then hands over (and removes) every stack the kernel
+ * holds.  Drain both at every read, in that order: a weight is added after
+ * its stack is stored, so every weight drained names a stack drained with
+ * it or before, and the kernel's tables hold one read's worth at most
+ * (bounded; what does not fit is dropped and counted).  take copies out
+ * one stack by hash instead, false if the kernel has no such stack.
  */
 typedef void (*wc_weight_fn)(void *arg, const struct wc_stack_key *k,
 			     uint64_t weight);
+typedef void (*wc_stack_fn)(void *arg, uint64_t hash,
+			    const struct wc_stack *st);
 int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
 			      void *arg, char *err, size_t errlen);
+int wc_collector_drain_stack_table(struct wc_collector *c, wc_stack_fn fn,
+				   void *arg, char *err, size_t errlen);
 bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 			     struct wc_stack *out);
 /* A new window of stacks starts now: waits that end later are charged

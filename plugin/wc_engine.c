@@ -34,18 +34,31 @@ static uint64_t mono_ns(void)
 
 static void on_record(void *arg, const struct wc_task_rec *rec)
 {
-	wc_account_record(arg, rec);
+	struct wc_engine *e = arg;
+
+	wc_account_record(e->account, rec);
+	/* a wait under way will name its parked stack when it ends: keep it
+	 * however long that takes */
+	if (e->stacks && rec->parked_ustack > 1)
+		wc_stacks_has(e->stacks, rec->parked_ustack);
 }
 
-/* Copy a stack out of the kernel the first time the window names it. */
+/* A stack the kernel handed over: kept until a whole window has passed
+ * without a weight naming it. */
+static void on_stack(void *arg, uint64_t hash, const struct wc_stack *st)
+{
+	struct wc_engine *e = arg;
+
+	if (hash > 1)
+		wc_stacks_put(e->stacks, hash, st);
+}
+
+/* Mark a stack the window names as in use, if it is held already (one
+ * new in this read comes with the stack table's drain, right after). */
 static void keep_stack(struct wc_engine *e, uint64_t hash)
 {
-	struct wc_stack st;
-
-	if (hash <= 1 || wc_stacks_has(e->stacks, hash))
-		return;
-	if (wc_collector_take_stack(e->collector, hash, &st))
-		wc_stacks_put(e->stacks, hash, &st);
+	if (hash > 1)
+		wc_stacks_has(e->stacks, hash);
 }
 
 static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
@@ -70,14 +83,16 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	int rc;
 
 	wc_account_begin(e->account);
-	rc = wc_collector_poll(e->collector, on_record, e->account, err,
-			       errlen);
+	rc = wc_collector_poll(e->collector, on_record, e, err, errlen);
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group */
 	if (e->stacks && rc == 0)
 		rc = wc_collector_drain_stacks(e->collector, on_weight, e, err,
 					       errlen);
+	if (e->stacks && rc == 0)
+		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
+						    err, errlen);
 	e->read_ns = mono_ns() - start;
 	return rc;
 }

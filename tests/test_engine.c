@@ -429,19 +429,23 @@ static void test_close_unloads_everything(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	/* switch, two wake-ups, sampler, iterator, and with stacks sys_exit */
-	CHECK(our_programs(before + 6) == before + 6);
+	/* the switch hook, the sampler and the iterator */
+	CHECK(our_programs(before + 3) == before + 3);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
 }
 
-/* Without stacks, the syscall-exit hook is not even loaded. */
-static void test_no_stacks_no_sys_exit(void)
+/* Without stacks the same three programs run, and no wait of a sleeper
+ * costs a stack walk: none recorded, none parked and wasted. */
+static void test_no_stacks_no_walks(void)
 {
+	const char *args[] = {"--sleep", "2", "--sleep-ms", "5", "--seconds",
+			      "1", NULL};
+	struct wc_self_stats self;
 	struct wc_config cfg;
 	struct wc_engine *e = NULL;
-	char err[1024];
+	char err[1024], rep[PATH_MAX];
 	int before;
 
 	NEED_ROOT();
@@ -453,7 +457,17 @@ static void test_no_stacks_no_sys_exit(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	CHECK(our_programs(before + 5) == before + 5);
+	CHECK(our_programs(before + 3) == before + 3);
+	snprintf(rep, sizeof(rep), "%s/wce_nostack.report", bin_dir);
+	CHECK(run_workload(e, "wce_nostack", args, rep, 200) == 0);
+	wc_engine_self(e, &self);
+	printf("# no stacks: %llu samples, %llu off-CPU stacks, %llu walks\n",
+	       (unsigned long long)self.bpf.v[WC_CNT_SAMPLES],
+	       (unsigned long long)self.bpf.v[WC_CNT_OFFCPU_STACKS],
+	       (unsigned long long)self.bpf.v[WC_CNT_WALKS_UNUSED]);
+	CHECK(self.bpf.v[WC_CNT_OFFCPU_STACKS] == 0);
+	CHECK(self.bpf.v[WC_CNT_WALKS_UNUSED] == 0);
+	CHECK(self.bpf.v[WC_CNT_STACK_ERRORS] == 0);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
@@ -480,7 +494,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	RUN(test_close_unloads_everything);
-	RUN(test_no_stacks_no_sys_exit);
+	RUN(test_no_stacks_no_walks);
 	RUN(test_lifetime_matches_kernel);
 	RUN(test_short_lived_threads);
 	RUN(test_exec_from_thread);

@@ -9,7 +9,7 @@
  * pointers.
  *
  *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
- *            [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
+ *            [--pingpong PAIRS] [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
@@ -40,7 +40,7 @@ struct result {
 };
 
 static struct {
-	int spin, sleep, disk, lock;
+	int spin, sleep, disk, lock, pingpong;
 	long sleep_ms;
 	int churn_per_sec;
 	long churn_us;
@@ -156,6 +156,48 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+/* Two threads handing a byte back and forth through pipes: each wait is
+ * a few microseconds, the shortest a thread can sleep. */
+struct pair {
+	int there[2], back[2];
+};
+
+static struct pair pairs[MAX_WORKERS / 2];
+
+static void *pinger(void *arg)
+{
+	struct pair *p = arg;
+	uint64_t start = now_ns();
+	char c = 'p';
+
+	pthread_barrier_wait(&started);
+	while (now_ns() < deadline_ns) {
+		if (write(p->there[1], &c, 1) != 1 ||
+		    read(p->back[0], &c, 1) != 1)
+			break;
+	}
+	c = 'q';
+	if (write(p->there[1], &c, 1) != 1)
+		perror("pinger");
+	record("pingpong", start);
+	return NULL;
+}
+
+static void *ponger(void *arg)
+{
+	struct pair *p = arg;
+	uint64_t start = now_ns();
+	char c;
+
+	pthread_barrier_wait(&started);
+	while (read(p->there[0], &c, 1) == 1 && c != 'q') {
+		if (write(p->back[1], &c, 1) != 1)
+			break;
+	}
+	record("pingpong", start);
+	return NULL;
+}
+
 static void *disk_writer(void *arg)
 {
 	uint64_t start = now_ns();
@@ -242,6 +284,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: workload [--spin N] [--sleep N] [--sleep-ms MS] "
 		"[--disk N] [--lock N]\n"
+		"                [--pingpong PAIRS] "
 		"                [--churn PER_SEC] [--churn-us US] "
 		"[--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
@@ -269,6 +312,8 @@ static int parse(int argc, char **argv)
 			opt.disk = atoi(v);
 		else if (strcmp(a, "--lock") == 0)
 			opt.lock = atoi(v);
+		else if (strcmp(a, "--pingpong") == 0)
+			opt.pingpong = atoi(v);
 		else if (strcmp(a, "--churn") == 0)
 			opt.churn_per_sec = atoi(v);
 		else if (strcmp(a, "--churn-us") == 0)
@@ -286,7 +331,7 @@ static int parse(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (opt.spin + opt.sleep + opt.disk + opt.lock +
+	if (opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
 		    (opt.churn_per_sec > 0) + (opt.exec_thread != NULL) >
 	    MAX_WORKERS)
 		return usage();
@@ -333,7 +378,7 @@ int main(int argc, char **argv)
 		return 2;
 	if (opt.name)
 		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
-	total = opt.spin + opt.sleep + opt.disk + opt.lock +
+	total = opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
 		(opt.churn_per_sec > 0) + (opt.exec_thread != NULL);
 	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
 	deadline_ns = start + (uint64_t)(opt.seconds * 1e9);
@@ -345,6 +390,14 @@ int main(int argc, char **argv)
 		pthread_create(&threads[n++], NULL, disk_writer, NULL);
 	for (i = 0; i < opt.lock; i++)
 		pthread_create(&threads[n++], NULL, locker, NULL);
+	for (i = 0; i < opt.pingpong; i++) {
+		if (pipe(pairs[i].there) || pipe(pairs[i].back)) {
+			perror("pipe");
+			return 1;
+		}
+		pthread_create(&threads[n++], NULL, pinger, &pairs[i]);
+		pthread_create(&threads[n++], NULL, ponger, &pairs[i]);
+	}
 	if (opt.churn_per_sec > 0)
 		pthread_create(&threads[n++], NULL, churner, NULL);
 	if (opt.exec_thread)

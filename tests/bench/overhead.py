@@ -1,19 +1,27 @@
 #!/usr/bin/env python3
 """overhead.py - what profiling costs, ours and our peers', in one run.
 
-For each configuration (nothing; the wallclock plugin in a real collectd
-at its defaults; with a stack for every wait; Debian's libbpf-tools
-offcputime; bpftrace on-CPU + off-CPU one-liners; perf record on the
-switch tracepoint), interleaved over several rounds:
+Two passes, each interleaving its configurations round by round:
 
-  - `perf bench sched pipe`, pinned to CPU 0 (two switches per round trip),
-  - `perf bench sched messaging`,
-  - a CPU-bound loop pinned to CPU 1 (sha256 of zeros), at our default
-    49 Hz and, for the plugin, at 99 and 999 Hz,
+1. Slowdown, with kernel.bpf_stats_enabled off (as in production: the
+   statistics themselves cost two clock reads per program run).  For
+   nothing loaded; the wallclock plugin in a real collectd at its
+   defaults, without stacks, and with a stack for every wait; Debian's
+   libbpf-tools offcputime and runqlat; bpftrace on-CPU + off-CPU
+   one-liners; perf record on the switch tracepoint:
+     - `perf bench sched pipe`, pinned to CPU 0 (two switches per round
+       trip),
+     - `perf bench sched messaging`,
+     - a CPU-bound loop pinned to CPU 1 (sha256 of zeros),
+   and the CPU-bound loop again with the plugin at 49, 99 and 999 Hz.
+2. BPF ns per program run (kernel.bpf_stats_enabled on) during the pipe
+   benchmark, for ours, the peers', and two yardsticks on the same
+   tracepoint (tests/bench/floor.bpf.c: an empty program, and a
+   task-storage timestamp), so ours reads against what this machine
+   charges for any hook at all.
 
-and, with kernel.bpf_stats_enabled, each BPF program's ns per run.  Prints
-medians, ranges and ratios to the interleaved baseline.  Asserts nothing
-(it is not a test) except in --smoke, which checks it ran.
+Prints medians, ranges and ratios to the interleaved baseline.  Asserts
+nothing (it is not a test) except in --smoke, which checks it ran.
 
     make bench                     # or:
     WC_BUILD_DIR=build python3 tests/bench/overhead.py [--rounds 5]
@@ -83,6 +91,9 @@ class Proc:
         self.p = subprocess.Popen(args, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         time.sleep(settle)
+        if self.p.poll() is not None:
+            raise RuntimeError(f"{args[0]} exited at once "
+                               f"(status {self.p.returncode})")
 
     def stop(self):
         self.p.send_signal(2)
@@ -104,15 +115,20 @@ class Plugin:
         self.cd.stop()
 
 
-def configs(root, peers, tmp):
-    out = [("none", None),
-           ("wallclock", lambda i: Plugin(f"{root}/wc{i}", "")),
-           ("wallclock MinBlock 0", lambda i: Plugin(
-               f"{root}/wc0_{i}", "MinBlockMicroseconds 0"))]
-    if not peers:
-        return out
+def ours(root):
+    return [("wallclock", lambda i: Plugin(f"{root}/wc{i}", "")),
+            ("wallclock Stacks false", lambda i: Plugin(
+                f"{root}/wcns{i}", "Stacks false")),
+            ("wallclock MinBlock 0", lambda i: Plugin(
+                f"{root}/wc0_{i}", "MinBlockMicroseconds 0"))]
+
+
+def peers(tmp):
+    out = []
     if shutil.which("offcputime"):
         out.append(("offcputime", lambda i: Proc(["offcputime", "3600"])))
+    if shutil.which("runqlat"):
+        out.append(("runqlat", lambda i: Proc(["runqlat", "3600", "1"])))
     if shutil.which("bpftrace"):
         out.append(("bpftrace on+off", lambda i: Proc(
             ["bpftrace", "-e", BPFTRACE], settle=4)))
@@ -122,27 +138,63 @@ def configs(root, peers, tmp):
     return out
 
 
-def measure(name, start, rounds, a, results, ns):
+def yardsticks():
+    build = os.environ.get("WC_BUILD_DIR", "build")
+    load = os.path.join(build, "tests", "bench", "bpfload")
+    obj = os.path.join(build, "tests", "bench", "floor.bpf.o")
+    if not (os.path.exists(load) and os.path.exists(obj)):
+        print(f"# no yardsticks: build {load} and {obj} (make bench does)")
+        return []
+    return [(f"yardstick {prog}", lambda i, prog=prog: Proc(
+        [load, obj, prog], settle=1)) for prog in ("floor_empty",
+                                                   "floor_stamp")]
+
+
+def bpf_stats(on):
+    with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+        f.write("1" if on else "0")
+
+
+def slowdown(start, rounds, a, results):
+    """Pass 1: every workload under every configuration, stats off."""
+    bpf_stats(False)
     for i in range(rounds):
         for label, up in start:
             peer = up(i) if up else None
-            before = prog_stats()
             try:
                 r = results.setdefault(label, {"pipe": [], "messaging": [],
                                                "cpu": []})
                 r["pipe"].append(pipe(a.loops))
                 r["messaging"].append(messaging(a.msg_loops))
                 r["cpu"].append(cpu_bound(a.cpu_mib))
-                after = prog_stats()
             finally:
                 if peer:
                     peer.stop()
-            for key, (t1, c1) in after.items():
-                t0, c0 = before.get(key, (0, 0))
-                if c1 > c0 and (label != "none"):
-                    ns.setdefault((label, key[1]), []).append(
-                        (t1 - t0) / (c1 - c0))
-        print(f"# {name}: round {i + 1} of {rounds} done", flush=True)
+        print(f"# slowdown: round {i + 1} of {rounds} done", flush=True)
+
+
+def per_run_ns(start, rounds, a, ns):
+    """Pass 2: ns per program run during the pipe benchmark, stats on."""
+    bpf_stats(True)
+    try:
+        for i in range(rounds):
+            for label, up in start:
+                peer = up(i)
+                try:
+                    before = prog_stats()
+                    pipe(a.loops)
+                    after = prog_stats()
+                finally:
+                    peer.stop()
+                for key, (t1, c1) in after.items():
+                    t0, c0 = before.get(key, (0, 0))
+                    if c1 > c0:
+                        ns.setdefault((label, key[1]), []).append(
+                            ((t1 - t0) / (c1 - c0), c1 - c0))
+            print(f"# ns per run: round {i + 1} of {rounds} done",
+                  flush=True)
+    finally:
+        bpf_stats(False)
 
 
 def cpu_by_frequency(root, a):
@@ -166,12 +218,47 @@ def fmt(vals, base):
     return f"{m:9.3f} ({min(vals):.3f}-{max(vals):.3f}) {rel}"
 
 
+def report_slowdown(results):
+    base = results["none"]
+    print("\n# Slowdown (bpf_stats off): medians (range) and change against"
+          " nothing loaded")
+    print(f"{'configuration':24s} {'pipe us/op (CPU 0)':>36s} "
+          f"{'messaging s':>32s} {'sha256 s (CPU 1)':>32s}")
+    for label, r in results.items():
+        print(f"{label:24s} "
+              f"{fmt(r['pipe'], statistics.median(base['pipe'])):>36s} "
+              f"{fmt(r['messaging'], statistics.median(base['messaging'])):>32s} "
+              f"{fmt(r['cpu'], statistics.median(base['cpu'])):>32s}")
+
+
+def report_ns(ns, sample_hz=(49, 99, 999)):
+    """ns per run, and what our sampler's runs cost a CPU at each rate."""
+    print("\n# BPF ns per program run during the pipe benchmark "
+          "(bpf_stats on), median (range) over rounds")
+    for (label, prog), v in sorted(ns.items()):
+        if not label.startswith("yardstick") and prog.startswith("floor_"):
+            continue
+        if label.startswith("wallclock") and not prog.startswith("wc_"):
+            continue
+        t = [x[0] for x in v]
+        runs = statistics.median([x[1] for x in v])
+        print(f"{label:24s} {prog:28s} {statistics.median(t):9.0f} "
+              f"({min(t):.0f}-{max(t):.0f})  {runs:10.0f} runs")
+    sample = [x[0] for (label, prog), v in ns.items()
+              if label == "wallclock" and prog == "wc_sample" for x in v]
+    if sample:
+        m = statistics.median(sample)
+        print("# the sampler's own cost, from its ns per run: " + ", ".join(
+            f"{hz} Hz {100 * m * hz / 1e9:.2f} % of a CPU"
+            for hz in sample_hz))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loops", type=int, default=200000)
     ap.add_argument("--msg-loops", type=int, default=200)
-    ap.add_argument("--cpu-mib", type=int, default=2048)
+    ap.add_argument("--cpu-mib", type=int, default=1024)
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--smoke", action="store_true",
                     help="one short round, ours only: checks it runs")
@@ -187,47 +274,43 @@ def main():
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_was = f.read().strip()
     tmp = tempfile.mkdtemp(prefix="wc-bench-", dir="/var/tmp")
-    results, ns = {}, {}
+    results, ns, freq = {}, {}, {}
     try:
-        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
-            f.write("1")
         with wctest.Env("bench") as env:
-            measure("overhead", configs(env.root, not a.no_peers, tmp),
-                    a.rounds, a, results, ns)
-            freq = cpu_by_frequency(env.root, a) if not a.smoke else {}
+            theirs = [] if a.no_peers else peers(tmp)
+            slowdown([("none", None)] + ours(env.root) + theirs, a.rounds,
+                     a, results)
+            if not a.smoke:
+                freq = cpu_by_frequency(env.root, a)
+            per_run_ns(ours(env.root)[:2] + yardsticks() + theirs,
+                       a.rounds, a, ns)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_was)
         shutil.rmtree(tmp, ignore_errors=True)
         if mounted:
             sh(["umount", "/sys/kernel/tracing"])
-    base = results["none"]
-    print(f"\n# {a.rounds} interleaved rounds; medians (range) and change "
-          "against nothing loaded")
-    print(f"{'configuration':24s} {'pipe us/op (CPU 0)':>36s} "
-          f"{'messaging s':>32s} {'sha256 s (CPU 1)':>32s}")
-    for label, r in results.items():
-        print(f"{label:24s} "
-              f"{fmt(r['pipe'], statistics.median(base['pipe'])):>36s} "
-              f"{fmt(r['messaging'], statistics.median(base['messaging'])):>32s} "
-              f"{fmt(r['cpu'], statistics.median(base['cpu'])):>32s}")
+    print(f"\n# {a.rounds} interleaved rounds")
+    report_slowdown(results)
     if freq:
         print("\n# CPU-bound loop against the plugin's SampleFrequency")
         b = statistics.median(freq["none"])
         for label, v in freq.items():
             print(f"{label:24s} {fmt(v, b)}")
-    print("\n# BPF ns per run (kernel.bpf_stats_enabled), medians over rounds")
-    for (label, prog), v in sorted(ns.items()):
-        if label.startswith("wallclock") and not prog.startswith("wc_"):
-            continue
-        print(f"{label:24s} {prog:28s} {statistics.median(v):9.0f}")
+    report_ns(ns)
     if a.smoke:
-        ours = [k for k in ns if k[0] == "wallclock" and
-                k[1] == "wc_switch"]
-        ok = bool(base["pipe"]) and bool(ours)
-        print(("PASS" if ok else "FAIL") +
-              ": bench smoke: the benchmark runs and measures wc_switch")
-        return 0 if ok else 1
+        def measured(label, prog):
+            return bool(ns.get((label, prog)))
+        checks = [
+            ("the pipe benchmark runs", bool(results["none"]["pipe"])),
+            ("it measures wc_switch", measured("wallclock", "wc_switch")),
+            ("it measures the yardsticks",
+             measured("yardstick floor_empty", "floor_empty") and
+             measured("yardstick floor_stamp", "floor_stamp")),
+        ]
+        for what, ok in checks:
+            print(("PASS" if ok else "FAIL") + f": bench smoke: {what}")
+        return 0 if all(ok for _, ok in checks) else 1
     return 0
 
 
