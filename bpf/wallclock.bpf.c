@@ -71,7 +71,7 @@ const volatile __u64 min_block_ns = 1000000;
 
 struct wc_place {
 	__u32 key;  /* hash of (system call, user stack pointer); 0 unused */
-	__u32 hist; /* last 32 waits from here, newest in bit 0: 1 = long */
+	__u32 hist; /* last 4 waits from here, newest in bit 0: 1 = long */
 };
 
 struct wc_task {
@@ -92,7 +92,7 @@ struct wc_task {
 	__u64 sample_exec_ns;
 	struct wc_place places[WC_PLACES];
 	__u32 place;	/* index of the place the current wait began at */
-	__u32 pad;
+	__u32 last_place; /* where the previous wait began: likely again */
 	/* the user stack walked as the current wait began, stored in
 	 * `stacks` (user space keeps it while a thread has it parked) */
 	__u64 parked_ustack;
@@ -666,13 +666,13 @@ static __always_inline void emit_exit(struct task_struct *task,
  * kernel stack can be walked when it ends (the thread has not run since
  * it blocked), but its user stack only while the thread is still current,
  * at switch-out, before anyone knows how long the wait will be.  So each
- * thread remembers how its last 32 waits from each place went (a place is
+ * thread remembers how its last 4 waits from each place went (a place is
  * a system call and a user stack pointer: one call site in one loop), and
  * the user stack is walked only where a recent wait was long.  A place
  * not seen before counts as long.  The cost moves to where the stacks
  * are wanted: a thread whose waits are all short (a pipe, a busy lock)
- * stops paying after 32 of them, one that sleeps long pays once per sleep.
- * A long wait from a place whose last 32 were short is owed the user
+ * stops paying after 4 of them, one that sleeps long pays once per sleep.
+ * A long wait from a place whose last 4 were short is owed the user
  * stack of the thread's next sleep from the same place (walked anyway,
  * now that the place has had a long wait); if the thread dies first, or
  * has another such wait, it goes without one, counted
@@ -692,8 +692,10 @@ static __always_inline __u32 place_key(struct pt_regs *regs)
  * else the next in turn. */
 static __always_inline __u32 find_place(struct wc_task *t, __u32 key)
 {
-	__u32 i, pick = WC_PLACES;
+	__u32 i = t->last_place & (WC_PLACES - 1), pick = WC_PLACES;
 
+	if (t->places[i].key == key)
+		return i;
 	for (i = 0; i < WC_PLACES; i++) {
 		if (t->places[i].key == key)
 			return i;
@@ -748,6 +750,7 @@ static __always_inline void park(void *ctx, struct task_struct *prev,
 	key = place_key(regs);
 	i = find_place(t, key);
 	t->place = i;
+	t->last_place = i;
 	if (!t->places[i & (WC_PLACES - 1)].hist)
 		return;
 	sc = scratch_buf(SCRATCH_SWITCH);
@@ -806,7 +809,7 @@ static __always_inline void end_wait(struct task_struct *p, struct wc_task *t,
 		opaque(i);
 		i &= WC_PLACES - 1;
 		unexpected = t->places[i].hist == 0;
-		t->places[i].hist = t->places[i].hist << 1 | long_wait;
+		t->places[i].hist = (t->places[i].hist << 1 | long_wait) & 0xf;
 	}
 	if (long_wait)
 		record_wait(p, t, kind, slept, uh, unexpected);
