@@ -145,8 +145,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u64);
-	__type(value, struct wc_stack);
+	__type(value, struct wc_stack_short);
 } stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct wc_stack);
+} deep_stacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -259,7 +266,11 @@ static __always_inline __u64 save_stack(struct wc_stack *s, long len)
 	if (s->nr >= WC_STACK_DEPTH)
 		count(WC_CNT_STACKS_TRUNCATED);
 	h = hash_stack(s);
-	rc = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+	/* the short layout is a prefix of the full one */
+	if (s->nr <= WC_SHORT_DEPTH)
+		rc = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
+	else
+		rc = bpf_map_update_elem(&deep_stacks, &h, s, BPF_NOEXIST);
 	if (rc && rc != -K_EEXIST) {
 		count(WC_CNT_STACKS_FULL);
 		return STACK_DROPPED;

@@ -109,6 +109,18 @@ struct wc_stack {
 	__u64 ip[WC_STACK_DEPTH];
 };
 
+/* Most stacks are shallow: those of up to WC_SHORT_DEPTH frames are kept
+ * in a table of this smaller layout (a prefix of struct wc_stack), the
+ * rest in one a quarter the size of the full layout, so the kernel's
+ * memory goes to addresses rather than to empty slots. */
+#define WC_SHORT_DEPTH 30
+
+struct wc_stack_short {
+	__u32 nr;
+	__u32 pad;
+	__u64 ip[WC_SHORT_DEPTH];
+};
+
 struct wc_stack_key {
 	__u32 tgid;
 	__u32 kind; /* enum wc_state: WC_ONCPU, WC_SLEEP or WC_BLOCKED */

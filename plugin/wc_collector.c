@@ -33,8 +33,9 @@ struct wc_collector {
 	struct bpf_link *iter_link;
 	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
 	uint64_t *weights;
-	uint64_t *hashes;	/* a chunk of the stack table at a time */
+	uint64_t *hashes;	/* a chunk of a stack table at a time */
 	struct wc_stack *chunk;
+	struct wc_stack_short *short_chunk;
 	uint32_t stack_entries;
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
@@ -114,6 +115,9 @@ static int size_stacks(struct wc_collector *c,
 	c->stack_entries = n;
 	rc = bpf_map__set_max_entries(c->skel->maps.stacks, n);
 	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.deep_stacks,
+					      n >= 4 ? n / 4 : 1);
+	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.stack_counts, n);
 	if (rc || !o->stacks)
 		return rc;
@@ -121,7 +125,11 @@ static int size_stacks(struct wc_collector *c,
 	c->weights = calloc(n, sizeof(*c->weights));
 	c->hashes = calloc(STACK_CHUNK, sizeof(*c->hashes));
 	c->chunk = calloc(STACK_CHUNK, sizeof(*c->chunk));
-	return c->keys && c->weights && c->hashes && c->chunk ? 0 : -ENOMEM;
+	c->short_chunk = calloc(STACK_CHUNK, sizeof(*c->short_chunk));
+	return c->keys && c->weights && c->hashes && c->chunk &&
+		       c->short_chunk
+		       ? 0
+		       : -ENOMEM;
 }
 
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
@@ -389,7 +397,10 @@ static int drain_batch(struct wc_collector *c, int fd, uint32_t *got)
 			c->weights + total, &n, NULL);
 		first = false;
 		total += n;
-		if (rc == -ENOENT)
+		/* ENOSPC: the next bucket does not fit in what is left of the
+		 * buffer (the programs refilled the table as it drained);
+		 * the rest waits for the next read */
+		if (rc == -ENOENT || rc == -ENOSPC)
 			break;
 		if (rc) {
 			*got = total;
@@ -417,46 +428,78 @@ int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
 	return 0;
 }
 
-int wc_collector_drain_stack_table(struct wc_collector *c, wc_stack_fn fn,
-				   void *arg, char *err, size_t errlen)
+static void widen(const struct wc_stack_short *in, struct wc_stack *out)
 {
-	int fd = bpf_map__fd(c->skel->maps.stacks);
-	uint32_t total = 0;
+	out->nr = in->nr < WC_SHORT_DEPTH ? in->nr : WC_SHORT_DEPTH;
+	out->pad = 0;
+	memcpy(out->ip, in->ip, out->nr * sizeof(out->ip[0]));
+}
+
+/* One stack table, a chunk per system call, bounded by its size even if
+ * the programs refill it as fast as it empties. */
+static int drain_table(struct wc_collector *c, struct bpf_map *map,
+		       bool short_layout, wc_stack_fn fn, void *arg)
+{
+	uint32_t total = 0, max = bpf_map__max_entries(map);
+	int fd = bpf_map__fd(map);
 	__u64 token;
 	bool first = true;
 
-	if (!c->keys)
-		return 0;
-	/* bounded by the table's size, even if the kernel refills it as
-	 * fast as we empty it */
-	while (total < c->stack_entries) {
+	while (total < max) {
 		uint32_t i, n = STACK_CHUNK;
+		void *vals = short_layout ? (void *)c->short_chunk
+					  : (void *)c->chunk;
 		int rc = bpf_map_lookup_and_delete_batch(
-			fd, first ? NULL : &token, &token, c->hashes, c->chunk,
-			&n, NULL);
+			fd, first ? NULL : &token, &token, c->hashes, vals, &n,
+			NULL);
 
 		first = false;
-		for (i = 0; i < n; i++)
-			fn(arg, c->hashes[i], &c->chunk[i]);
+		for (i = 0; i < n; i++) {
+			if (short_layout)
+				widen(&c->short_chunk[i], &c->chunk[0]);
+			fn(arg, c->hashes[i],
+			   short_layout ? &c->chunk[0] : &c->chunk[i]);
+		}
 		total += n;
-		if (rc == -ENOENT)
+		if (rc == -ENOENT || rc == -ENOSPC)
 			return 0;
 		if (rc)
-			return wc_err(err, errlen, "draining the stack table: %s",
-				      strerror(-rc));
+			return rc;
 	}
+	return 0;
+}
+
+int wc_collector_drain_stack_table(struct wc_collector *c, wc_stack_fn fn,
+				   void *arg, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!c->keys)
+		return 0;
+	rc = drain_table(c, c->skel->maps.stacks, true, fn, arg);
+	if (!rc)
+		rc = drain_table(c, c->skel->maps.deep_stacks, false, fn, arg);
+	if (rc)
+		return wc_err(err, errlen, "draining the stack table: %s",
+			      strerror(-rc));
 	return 0;
 }
 
 bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 			     struct wc_stack *out)
 {
+	struct wc_stack_short sh;
 	__u64 key = hash;
 
 	if (!c->keys)
 		return false;
-	return bpf_map_lookup_and_delete_elem(bpf_map__fd(c->skel->maps.stacks),
-					      &key, out) == 0;
+	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(c->skel->maps.stacks),
+					   &key, &sh) == 0) {
+		widen(&sh, out);
+		return true;
+	}
+	return bpf_map_lookup_and_delete_elem(
+		       bpf_map__fd(c->skel->maps.deep_stacks), &key, out) == 0;
 }
 
 void wc_collector_new_window(struct wc_collector *c)
@@ -511,5 +554,6 @@ void wc_collector_close(struct wc_collector *c)
 	free(c->weights);
 	free(c->hashes);
 	free(c->chunk);
+	free(c->short_chunk);
 	free(c);
 }

@@ -7,6 +7,7 @@
 
 #include "wc_flush.h"
 #include "wc_folded.h"
+#include "wc_kmemo.h"
 #include "wc_log.h"
 #include "wc_spool.h"
 #include "wc_svg.h"
@@ -16,6 +17,7 @@
 #define MAX_FRAMES (2 * WC_STACK_DEPTH + 2)
 #define KERNEL_SUFFIX "_[k]"
 #define FOLD_BYTES (64u << 20)
+#define KMEMO_BYTES (8u << 20)
 #define SVG_LINE_MAX (1u << 20) /* longer folded lines are not drawn */
 
 /* Run-queue time has no stacks: it is shown by cause. */
@@ -35,6 +37,7 @@ struct wc_flush {
 	const struct wc_config *cfg;
 	struct wc_sym *sym;
 	struct wc_fold *fold;
+	struct wc_kmemo *kmemo;
 	struct wc_spool *spool; /* NULL: nowhere to write */
 	struct snap *snaps;
 	uint32_t nsnaps, max_snaps, gen;
@@ -99,7 +102,8 @@ struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,
 	f->snaps = calloc(f->max_snaps, sizeof(*f->snaps));
 	f->fold = wc_fold_new(cfg->stack_entries * 2u, FOLD_BYTES);
 	f->sym = wc_sym_new(&so, err, errlen);
-	if (!f->snaps || !f->fold || !f->sym) {
+	f->kmemo = wc_kmemo_new(cfg->stack_entries, KMEMO_BYTES);
+	if (!f->snaps || !f->fold || !f->sym || !f->kmemo) {
 		if (f->sym)
 			wc_err(err, errlen, "out of memory for %u stacks",
 			       cfg->stack_entries);
@@ -121,6 +125,7 @@ void wc_flush_free(struct wc_flush *f)
 	wc_spool_close(f->spool);
 	wc_sym_free(f->sym);
 	wc_fold_free(f->fold);
+	wc_kmemo_free(f->kmemo);
 	free(f->snaps);
 	free(f->line);
 	free(f);
@@ -134,6 +139,7 @@ void wc_flush_note(struct wc_flush *f, pid_t pid)
 void wc_flush_begin(struct wc_flush *f)
 {
 	wc_fold_reset(f->fold);
+	wc_kmemo_reset(f->kmemo);
 	f->gen++;
 }
 
@@ -228,12 +234,22 @@ static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 {
 	struct wc_stack_view v;
 	size_t first = n, k;
-	uint32_t i;
+	uint32_t i, named = 0;
+	int got;
 
 	if (hash == 0)
 		return n;
 	if (hash == 1)
 		return put_label(f, n, STACK_FULL);
+	if (kernel) {
+		got = wc_kmemo_get(f->kmemo, hash, f->frames + n,
+				   MAX_FRAMES - n, &named);
+		if (got >= 0) {
+			f->stats.frames += (uint32_t)got;
+			f->stats.frames_named += named;
+			return n + (size_t)got;
+		}
+	}
 	if (!wc_stacks_get(st, hash, &v)) {
 		f->stats.stacks_lost++;
 		return put_label(f, n, STACK_LOST);
@@ -249,15 +265,21 @@ static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 			rc = wc_sym_user(f->sym, pid, v.ip[i], i > 0, t,
 					 FRAME_LEN);
 		f->stats.frames++;
-		f->stats.frames_named += rc == WC_SYM_NAME;
+		named += rc == WC_SYM_NAME;
 		f->frames[n++] = t;
 	}
+	f->stats.frames_named += named;
 	if (!kernel)
 		return n;
-	while (n > first + 1 && is_glue(f->frames[n - 1]))
+	/* glue frames have names (that is how they are known): the memo
+	 * counts the kept ones */
+	while (n > first + 1 && is_glue(f->frames[n - 1])) {
 		n--;
+		named--;
+	}
 	for (k = first; k < n; k++)
 		strcat(f->text[k], KERNEL_SUFFIX);
+	wc_kmemo_put(f->kmemo, hash, f->frames + first, n - first, named);
 	return n;
 }
 

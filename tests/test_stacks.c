@@ -99,6 +99,7 @@ struct func {
 static struct func funcs[] = {
 	{"burn_cpu", 0, 0}, {"sleep_a_while", 0, 0}, {"wait_for_disk", 0, 0},
 	{"spinner", 0, 0},  {"sleeper", 0, 0},	     {"disk_writer", 0, 0},
+	{"descend", 0, 0},
 };
 #define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
@@ -562,6 +563,46 @@ static void test_stack_table_drains(void)
 	finish(&r);
 }
 
+/* A stack deeper than the short table's layout comes back whole, through
+ * the table for deep stacks: 40 frames of descend() above the sleep. */
+static void test_deep_stacks(void)
+{
+	const char *args[] = {"--sleep", "1", "--sleep-ms", "10",
+			      "--sleep-depth", "40", "--seconds", "1", NULL};
+	uint64_t nap = 0, whole = 0;
+	uint32_t deepest = 0;
+	struct run r;
+	size_t i;
+
+	NEED_ROOT();
+	CHECK(profile(&r, 1000, args));
+	for (i = 0; i < r.n; i++) {
+		const struct wc_stack *u = stack_of(&r, r.w[i].k.ustack);
+		uint32_t j, levels = 0;
+
+		if (r.w[i].k.kind != WC_SLEEP || !u ||
+		    !ustack_has(&r, r.w[i].k.ustack, "sleep_a_while"))
+			continue;
+		nap += r.w[i].w;
+		for (j = 0; j < u->nr && j < WC_STACK_DEPTH; j++) {
+			const char *f = user_func(u->ip[j] - (j > 0), r.bias);
+
+			levels += f && strcmp(f, "descend") == 0;
+		}
+		if (u->nr > deepest)
+			deepest = u->nr;
+		if (levels >= 41 && ustack_has(&r, r.w[i].k.ustack, "sleeper"))
+			whole += r.w[i].w;
+	}
+	printf("# deep: %.3f s asleep under sleep_a_while, %.1f%% with all 41 "
+	       "descend frames and sleeper; deepest user stack %u frames\n",
+	       nap / 1e9, nap ? 100.0 * whole / nap : 0, deepest);
+	CHECK(nap > 0.5e9);
+	CHECK(deepest > WC_SHORT_DEPTH);
+	CHECK(whole > 0.95 * nap);
+	finish(&r);
+}
+
 /* Waits below the threshold are never walked: with a 50 ms threshold the
  * 20 ms naps leave no stack, while the 3 s join still does. */
 static void test_threshold(void)
@@ -658,6 +699,7 @@ int main(int argc, char **argv)
 	RUN(test_offcpu_sleep_stacks);
 	RUN(test_short_waits_not_walked);
 	RUN(test_stack_table_drains);
+	RUN(test_deep_stacks);
 	RUN(test_threshold);
 	RUN(test_offcpu_blocked_stacks);
 	free(copies);

@@ -9,7 +9,7 @@
  * pointers.
  *
  *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
- *            [--pingpong PAIRS] [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
+ *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
@@ -41,6 +41,7 @@ struct result {
 
 static struct {
 	int spin, sleep, disk, lock, pingpong;
+	int sleep_depth; /* frames the sleepers descend before sleeping */
 	long sleep_ms;
 	int churn_per_sec;
 	long churn_us;
@@ -140,6 +141,16 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+/* A deep stack: d frames of descend() above sleep_a_while. */
+__attribute__((noinline)) static void descend(int d, uint64_t ns)
+{
+	if (d > 0)
+		descend(d - 1, ns);
+	else
+		sleep_a_while(ns);
+	sink += (uint64_t)d; /* not a tail call */
+}
+
 static void *sleeper(void *arg)
 {
 	uint64_t start = now_ns();
@@ -150,7 +161,7 @@ static void *sleeper(void *arg)
 	while (now_ns() < deadline_ns) {
 		uint64_t left = deadline_ns - now_ns();
 
-		sleep_a_while(chunk && chunk < left ? chunk : left);
+		descend(opt.sleep_depth, chunk && chunk < left ? chunk : left);
 	}
 	record("sleep", start);
 	return NULL;
@@ -284,7 +295,7 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: workload [--spin N] [--sleep N] [--sleep-ms MS] "
 		"[--disk N] [--lock N]\n"
-		"                [--pingpong PAIRS] "
+		"                [--pingpong PAIRS] [--sleep-depth FRAMES] "
 		"                [--churn PER_SEC] [--churn-us US] "
 		"[--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
@@ -308,6 +319,8 @@ static int parse(int argc, char **argv)
 			opt.sleep = atoi(v);
 		else if (strcmp(a, "--sleep-ms") == 0)
 			opt.sleep_ms = atol(v);
+		else if (strcmp(a, "--sleep-depth") == 0)
+			opt.sleep_depth = atoi(v);
 		else if (strcmp(a, "--disk") == 0)
 			opt.disk = atoi(v);
 		else if (strcmp(a, "--lock") == 0)
