@@ -88,6 +88,8 @@ struct wc_account {
 	bool other_used;
 	struct waiting *scratch; /* pslab.cap entries, for ranking */
 	uint64_t serials;	 /* group lives handed out */
+	wc_proc_gone_fn gone;
+	void *gone_arg;
 	struct wc_account_stats stats;
 };
 
@@ -487,10 +489,19 @@ static void place_waiting(struct wc_account *a)
 	}
 }
 
+void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
+			     void *arg)
+{
+	a->gone = fn;
+	a->gone_arg = arg;
+}
+
 static void free_proc(struct wc_account *a, struct proc *p)
 {
 	uint32_t i = (uint32_t)(p - a->procs), t;
 
+	if (a->gone)
+		a->gone(a->gone_arg, p->tgid);
 	if (p->state == P_GROUP)
 		a->groups[p->group].procs--;
 	wc_idmap_del(&a->proc_keys, p->key);

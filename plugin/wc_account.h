@@ -64,6 +64,12 @@ struct wc_account_stats {
 int wc_account_new(const struct wc_account_opts *opts, struct wc_account **out);
 void wc_account_free(struct wc_account *a);
 
+/* Called with a process's tgid when the account forgets it (it died and
+ * its last read is done): whoever keeps per-process state may let go. */
+typedef void (*wc_proc_gone_fn)(void *arg, uint32_t tgid);
+void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
+			     void *arg);
+
 void wc_account_begin(struct wc_account *a);
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
 void wc_account_end(struct wc_account *a);

@@ -127,6 +127,11 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now)
 	return 1;
 }
 
+static void on_proc_gone(void *arg, uint32_t tgid)
+{
+	wc_flush_gone(arg, (pid_t)tgid);
+}
+
 static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
 {
 	uint32_t n = e->cfg->stack_entries * WINDOW_FACTOR;
@@ -138,6 +143,7 @@ static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
 	e->flush = wc_flush_new(e->cfg, err, errlen);
 	if (!e->flush)
 		return -1;
+	wc_account_on_proc_gone(e->account, on_proc_gone, e->flush);
 	e->next_flush = time(NULL) + e->cfg->flush_interval_s;
 	return 0;
 }

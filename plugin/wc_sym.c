@@ -54,6 +54,8 @@ struct file_id {
 	struct timespec mtime;
 };
 
+#define REFRESH_CYCLES 16
+
 struct wc_sym_proc {
 	pid_t pid, nspid;
 	uid_t euid;
@@ -483,7 +485,15 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid)
 		errno = EINVAL;
 		return -1;
 	}
-	if (p && (p->read_cycle == s->cycle || p->exited)) {
+	/* A known process keeps its picture for a while: re-reading the
+	 * maps of a thousand processes every cycle was most of a read.  An
+	 * address the picture misses re-reads it at once (a library loaded
+	 * since, or an exec: the new image sits elsewhere), a JIT's perf map
+	 * grows all the time, a table evicted from the cache must be loaded
+	 * again, and every REFRESH_CYCLES cycles all are read. */
+	if (p && (p->exited || p->read_cycle == s->cycle ||
+		  (!p->jit_likely && !any_evicted(p) &&
+		   s->cycle < p->read_cycle + REFRESH_CYCLES))) {
 		p->seen_cycle = s->cycle;
 		return 0;
 	}

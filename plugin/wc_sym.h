@@ -19,14 +19,16 @@
  * (mappings, perf maps) half, and the kernel half.
  *
  * Lifetime of a process: wc_sym_proc_note() snapshots it and loads the
- * tables its addresses need, so it still resolves after it exits.  The
- * first note in a cycle re-reads /proc/PID/maps (tens of microseconds)
- * and rebuilds only if the executable mappings changed; a lookup that
- * finds nothing re-reads once per cycle (a library loaded, code compiled
- * since).  wc_sym_proc_exited() keeps a process until the end of the
- * cycle; one neither noted nor looked up for WC_SYM_IDLE_CYCLES whole
- * cycles is forgotten.  A pid reused within a cycle without an exit
- * notice resolves as the old process until the next cycle.
+ * tables its addresses need, so it still resolves after it exits.  A
+ * known process's /proc/PID/maps is re-read (tens of microseconds, and
+ * rebuilt only if the executable mappings changed) every 16 cycles, every
+ * cycle if it has anonymous executable memory (a JIT), and at once when a
+ * lookup finds nothing (a library loaded, code compiled, a new image
+ * after an exec: at most once per cycle).  wc_sym_proc_exited() keeps a
+ * process until the end of the cycle; one neither noted nor looked up for
+ * WC_SYM_IDLE_CYCLES whole cycles is forgotten.  A pid reused within a
+ * cycle without an exit notice resolves as the old process until the
+ * cycle ends.
  *
  * Files are opened as the process sees them (/proc/PID/map_files, then
  * PATH inside /proc/PID/root), and debug files are found by build-id or
@@ -71,9 +73,8 @@ void wc_sym_free(struct wc_sym *s);
 
 /*
  * Snapshot pid's executable mappings and load what resolving them needs.
- * After the first note in a cycle this is a hash lookup; the first note in
- * a new cycle re-reads /proc/PID/maps and rebuilds only if the executable
- * mappings changed.  0, or -1 if the process is unknown and unreadable.
+ * A known process is a hash lookup, but for the re-reads above.  0, or
+ * -1 if the process is unknown and unreadable.
  */
 int wc_sym_proc_note(struct wc_sym *s, pid_t pid);
 /* The process exited: keep it until the end of the current cycle. */
