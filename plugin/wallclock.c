@@ -5,16 +5,19 @@
  * translation of <Plugin wallclock> into wc_config options, the types the
  * plugin dispatches, and the dispatch of per-group and self metrics.
  *
- * Threads: collectd calls config and init on its main thread, runs a read
- * callback on one read thread at a time, and calls shutdown after the read
- * threads have stopped.  So the context needs no lock: each phase is the
- * only one touching it.
+ * Threads: collectd calls config and init on its main thread, and
+ * shutdown after the read threads have stopped.  Two read callbacks touch
+ * the engine: the read every Interval, and the drain of the kernel's
+ * stack tables every second in between; collectd may run them on two read
+ * threads at once, so `lock` serialises them (the engine is not
+ * thread-safe).
  */
 #include "collectd/core/daemon/collectd.h"
 #include "collectd/core/daemon/plugin.h"
 #include "collectd/core/utils/common/common.h"
 
 #include <bpf/libbpf.h>
+#include <pthread.h>
 
 #include "wc_engine.h"
 #include "wc_log.h"
@@ -23,6 +26,8 @@
 #define MAX_VALUES 8
 /* Log a failing read the first time and then every this many reads. */
 #define READ_ERROR_EVERY 60
+/* Seconds between drains of the kernel's stack tables. */
+#define DRAIN_EVERY 1.0
 
 static struct {
 	struct wc_config cfg;
@@ -30,7 +35,8 @@ static struct {
 	struct wc_engine *engine;
 	uint64_t read_errors;
 	cdtime_t read_time; /* of this read: every value and the flush's file */
-} ctx;
+	pthread_mutex_t lock; /* the engine, between the two read callbacks */
+} ctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void log_sink(enum wc_log_level level, const char *msg)
 {
@@ -223,6 +229,8 @@ static void submit_self(void)
 	submit_derive("threads_lost", s.acct.threads_lost);
 	submit_derive("threads_untracked", s.acct.threads_untracked);
 	submit_derive("read_errors", ctx.read_errors);
+	if (s.stacks)
+		submit_derive("weights_unowned", s.weights_unowned);
 	submit_gauge("threads", s.acct.threads);
 	submit_gauge("processes", s.acct.processes);
 	submit_gauge("groups", s.acct.groups);
@@ -238,6 +246,13 @@ static void submit_self(void)
 		submit_stack_self(&s);
 }
 
+static void read_failed(const char *err)
+{
+	if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
+		WARNING(PLUGIN " plugin: read failed (%" PRIu64 " so far): %s",
+			ctx.read_errors, err);
+}
+
 /* A failing read is logged and counted but reported as success: collectd
  * would otherwise back off the whole plugin for up to a day. */
 static int wc_read_cb(user_data_t *ud)
@@ -245,17 +260,27 @@ static int wc_read_cb(user_data_t *ud)
 	char err[512];
 
 	(void)ud;
+	pthread_mutex_lock(&ctx.lock);
 	ctx.read_time = cdtime();
-	if (wc_engine_read(ctx.engine, err, sizeof(err))) {
-		if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
-			WARNING(PLUGIN " plugin: read failed (%" PRIu64
-				       " so far): %s",
-				ctx.read_errors, err);
-	}
+	if (wc_engine_read(ctx.engine, err, sizeof(err)))
+		read_failed(err);
 	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
 	/* after the dispatch, so a file's totals are the values just sent */
 	wc_engine_maybe_flush(ctx.engine, (time_t)(ctx.read_time >> 30));
 	submit_self();
+	pthread_mutex_unlock(&ctx.lock);
+	return 0;
+}
+
+static int wc_drain_cb(user_data_t *ud)
+{
+	char err[512];
+
+	(void)ud;
+	pthread_mutex_lock(&ctx.lock);
+	if (wc_engine_drain(ctx.engine, err, sizeof(err)))
+		read_failed(err);
+	pthread_mutex_unlock(&ctx.lock);
 	return 0;
 }
 
@@ -285,6 +310,12 @@ static int wc_init_cb(void)
 			    "stacks to %s every %u s",
 		     ctx.cfg.min_block_us, ctx.cfg.top_stacks,
 		     ctx.cfg.spool_dir, ctx.cfg.flush_interval_s);
+	if (ctx.cfg.stacks &&
+	    plugin_register_complex_read(NULL, PLUGIN "_drain", wc_drain_cb,
+					 DOUBLE_TO_CDTIME_T(DRAIN_EVERY),
+					 NULL))
+		WARNING(PLUGIN " plugin: no drain between reads: the stack "
+			       "tables must hold a whole Interval");
 	return plugin_register_complex_read(NULL, PLUGIN, wc_read_cb, 0, NULL);
 }
 

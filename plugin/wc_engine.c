@@ -22,6 +22,16 @@ struct wc_engine {
 	struct wc_flush *flush;
 	time_t next_flush;
 	uint64_t weights_unowned;
+	/* weights drained between reads whose process the account does not
+	 * know yet (born since the last read): placed at the next read */
+	struct deferred *deferred;
+	uint32_t ndeferred, max_deferred;
+	bool between_reads;
+};
+
+struct deferred {
+	struct wc_stack_key k;
+	uint64_t w;
 };
 
 static uint64_t mono_ns(void)
@@ -66,6 +76,13 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	struct wc_engine *e = arg;
 	const char *group = wc_account_group_of(e->account, k->tgid);
 
+	/* while the process lives: it may be gone by the flush */
+	if (k->ustack > 1)
+		wc_flush_note(e->flush, (pid_t)k->tgid);
+	if (!group && e->between_reads && e->ndeferred < e->max_deferred) {
+		e->deferred[e->ndeferred++] = (struct deferred){*k, w};
+		return;
+	}
 	if (!group) {
 		e->weights_unowned++;
 		return;
@@ -73,8 +90,39 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	keep_stack(e, k->ustack);
 	keep_stack(e, k->kstack);
 	wc_stacks_add(e->stacks, group, k, w);
-	if (k->ustack > 1)
-		wc_flush_note(e->flush, (pid_t)k->tgid);
+}
+
+static int drain(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc = wc_collector_drain_stacks(e->collector, on_weight, e, err,
+					   errlen);
+
+	if (rc == 0)
+		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
+						    err, errlen);
+	return rc;
+}
+
+int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!e->stacks)
+		return 0;
+	e->between_reads = true;
+	rc = drain(e, err, errlen);
+	e->between_reads = false;
+	return rc;
+}
+
+/* Weights deferred since the last read, now that it knows who was born. */
+static void place_deferred(struct wc_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->ndeferred; i++)
+		on_weight(e, &e->deferred[i].k, e->deferred[i].w);
+	e->ndeferred = 0;
 }
 
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
@@ -87,12 +135,10 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group */
+	if (e->stacks)
+		place_deferred(e);
 	if (e->stacks && rc == 0)
-		rc = wc_collector_drain_stacks(e->collector, on_weight, e, err,
-					       errlen);
-	if (e->stacks && rc == 0)
-		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
-						    err, errlen);
+		rc = drain(e, err, errlen);
 	e->read_ns = mono_ns() - start;
 	return rc;
 }
@@ -136,7 +182,10 @@ static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
 {
 	uint32_t n = e->cfg->stack_entries * WINDOW_FACTOR;
 
-	if (wc_stacks_new(n, n, WINDOW_STACK_BYTES, &e->stacks))
+	e->max_deferred = e->cfg->stack_entries;
+	e->deferred = calloc(e->max_deferred, sizeof(*e->deferred));
+	if (!e->deferred ||
+	    wc_stacks_new(n, n, WINDOW_STACK_BYTES, &e->stacks))
 		return wc_err(err, errlen,
 			      "out of memory for %u stacks (StackStorage)",
 			      e->cfg->stack_entries);
@@ -227,5 +276,6 @@ void wc_engine_close(struct wc_engine *e)
 	wc_account_free(e->account);
 	wc_flush_free(e->flush);
 	wc_stacks_free(e->stacks);
+	free(e->deferred);
 	free(e);
 }

@@ -42,6 +42,13 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 /* Bring every group's counters up to now, and gather the stacks. */
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
 
+/* Between reads (every second or so): empty the kernel's stack tables
+ * into the window, so they need room for that long, not for a whole
+ * read interval.  Weights of processes born since the last read wait for
+ * the next one, which knows their group.  Serialised with read and flush
+ * like every call here. */
+int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen);
+
 /* After a read: if FlushInterval has passed since the last flush (or the
  * open), write the window's stacks to the spool.  1 if it flushed. */
 int wc_engine_maybe_flush(struct wc_engine *e, time_t now);

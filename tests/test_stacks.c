@@ -205,6 +205,7 @@ struct stack_copy {
 
 static struct stack_copy *copies;
 static size_t ncopies;
+static int drain_errors;
 
 static struct stack_copy *copy_of(uint64_t hash)
 {
@@ -258,11 +259,15 @@ static void drain(struct run *r)
 {
 	char err[256];
 
-	if (wc_collector_drain_stacks(r->c, on_weight, r, err, sizeof(err)))
+	if (wc_collector_drain_stacks(r->c, on_weight, r, err, sizeof(err))) {
 		printf("  drain: %s\n", err);
+		drain_errors++;
+	}
 	if (wc_collector_drain_stack_table(r->c, on_table_stack, r, err,
-					   sizeof(err)))
+					   sizeof(err))) {
 		printf("  drain: %s\n", err);
+		drain_errors++;
+	}
 }
 
 static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
@@ -285,15 +290,15 @@ static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
 
 
 
-static bool profile(struct run *r, unsigned int min_block_us,
-		    const char *const *args)
+static bool profile_in(struct run *r, unsigned int min_block_us,
+		       uint32_t stack_entries, const char *const *args)
 {
 	struct wc_collector_opts o = {
 		.sample_hz = 99,
 		.exit_ring_kib = 1024,
 		.stacks = true,
 		.min_block_us = min_block_us,
-		.stack_entries = 16384,
+		.stack_entries = stack_entries,
 	};
 	const char *argv[32];
 	char err[1024];
@@ -329,6 +334,12 @@ static bool profile(struct run *r, unsigned int min_block_us,
 	wc_collector_counters(r->c, &r->cnt);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->bias &&
 	       polls > 2;
+}
+
+static bool profile(struct run *r, unsigned int min_block_us,
+		    const char *const *args)
+{
+	return profile_in(r, min_block_us, 16384, args);
 }
 
 static void finish(struct run *r)
@@ -603,6 +614,29 @@ static void test_deep_stacks(void)
 	finish(&r);
 }
 
+/* Tables far too small for the load: they fill, what does not fit is
+ * dropped and counted, and draining them never fails (the kernel refills
+ * a table as it drains; a bucket that no longer fits waits its turn). */
+static void test_full_tables(void)
+{
+	const char *args[] = {"--sleep", "8", "--sleep-ms", "1", "--spin",
+			      "2", "--disk", "1", "--seconds", "2", NULL};
+	struct run r;
+
+	NEED_ROOT();
+	drain_errors = 0;
+	CHECK(profile_in(&r, 0, 16, args));
+	printf("# 16-entry tables: %" PRIu64 " stacks and %" PRIu64
+	       " weights dropped, %d drain errors, %zu weights drained\n",
+	       (uint64_t)r.cnt.v[WC_CNT_STACKS_FULL],
+	       (uint64_t)r.cnt.v[WC_CNT_STACK_COUNTS_FULL], drain_errors, r.n);
+	CHECK(r.cnt.v[WC_CNT_STACKS_FULL] + r.cnt.v[WC_CNT_STACK_COUNTS_FULL] >
+	      0);
+	CHECK(drain_errors == 0);
+	CHECK(r.n > 0);
+	finish(&r);
+}
+
 /* Waits below the threshold are never walked: with a 50 ms threshold the
  * 20 ms naps leave no stack, while the 3 s join still does. */
 static void test_threshold(void)
@@ -700,6 +734,7 @@ int main(int argc, char **argv)
 	RUN(test_short_waits_not_walked);
 	RUN(test_stack_table_drains);
 	RUN(test_deep_stacks);
+	RUN(test_full_tables);
 	RUN(test_threshold);
 	RUN(test_offcpu_blocked_stacks);
 	free(copies);

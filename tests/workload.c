@@ -9,7 +9,8 @@
  * pointers.
  *
  *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
- *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC] [--churn-us US] [--seconds S] [--dir DIR]
+ *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC]
+ *            [--churn-us US] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.

@@ -250,38 +250,8 @@ def part_stack_churn(env):
          "the third", rss[3] - rss[2] <= 1024, f"{rss} KiB")
 
 
-def part_full_tables(env):
-    """Stack tables far too small for the load: they fill, what does not
-    fit is dropped and counted, and every read still succeeds."""
-    root = os.path.join(env.root, "full")
-    os.mkdir(root, 0o755)
-    cd = Collectd(root, 1, "StackStorage 1024\nMinBlockMicroseconds 0\n"
-                  "FlushInterval 2")
-    cd.start()
-    w = Workload(root, "wcw_full", ["--churn", "300", "--churn-us", "500",
-                                    "--sleep", "4", "--sleep-ms", "1",
-                                    "--seconds", "6"])
-    w.wait()
-    time.sleep(3)
-    full = sum(cd.csv("", "derive", k)[-1][1]
-               for k in ("stacks_full", "stack_counts_full"))
-    errors = cd.csv("", "derive", "read_errors")[-1][1]
-    rows = len(cd.csv("", "duration", "read"))
-    rc = cd.stop()
-    print(f"# 1024-entry stack tables: {full:.0f} stacks and weights "
-          f"dropped, {errors:.0f} read errors, {rows} reads")
-    case("full tables: collectd exits cleanly", rc == 0, f"status {rc}")
-    case("full tables: the load overflows them (drops counted)", full > 0,
-         f"{full}")
-    case("full tables: no read fails", errors == 0,
-         f"{errors} read errors; log: {cd.log()[-2000:]}")
-    case("full tables: the plugin's errors stay out of the log",
-         not cd.wallclock_errors(), f"{cd.wallclock_errors()}")
-
-
 with Env("churn") as env:
     part_max_groups(env)
     part_churn(env)
     part_stack_churn(env)
-    part_full_tables(env)
 done()

@@ -27,6 +27,7 @@ SELF_METRICS = [
     "percent-table_fill", "duration-read",
     # with Stacks true (the default)
     "derive-stacks_full", "derive-stack_counts_full", "derive-stack_errors",
+    "derive-weights_unowned",
     "derive-offcpu_stacks", "derive-offcpu_no_user_stack",
     "derive-offcpu_user_missed", "derive-offcpu_walks_unused",
     "derive-stacks_truncated",
