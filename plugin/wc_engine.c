@@ -9,7 +9,7 @@
 
 /* Room in the window for weights and stacks, relative to StackStorage
  * (the kernel's tables, drained every read): a window spans many reads. */
-#define WINDOW_FACTOR 4u
+#define WINDOW_FACTOR 8u
 #define WINDOW_STACK_BYTES (64u << 20)
 
 struct wc_engine {
