@@ -59,6 +59,7 @@ done
 # The benchmark itself is `make bench`; here only a short smoke run that
 # checks it still works (never how fast).
 run "bench smoke" python3 "$SRC/tests/bench/overhead.py" --smoke
+run "bench scale smoke" python3 "$SRC/tests/bench/scale.py" --smoke
 
 echo
 [ "$skipped" -gt 0 ] && echo "($skipped skipped: see SKIP lines above)"

@@ -16,8 +16,9 @@ so every process's stacks are distinct addresses).
 
 The plugin runs in a real collectd (Interval 10, FlushInterval 20 by
 default: several flushes in a short run; production's default is 60) with
-StackStorage 131072 (the default 16384 drops at this load: see the drop
-counters; --stack-storage 16384 to see how much).  Printed, median and
+StackStorage at its default, 16384 (the kernel's tables are emptied every
+second, so they need room for a second's worth; the drop counters show
+whether they had it).  Printed, median and
 range where there are several values:
 
   - read time (the plugin's duration-read: drain the kernel tables, walk
@@ -521,7 +522,7 @@ def main():
                     help="collectd's Interval")
     ap.add_argument("--flush", type=int, default=20,
                     help="the plugin's FlushInterval")
-    ap.add_argument("--stack-storage", type=int, default=131072)
+    ap.add_argument("--stack-storage", type=int, default=16384)
     ap.add_argument("--plugin-conf", default="",
                     help="more lines for <Plugin wallclock>")
     ap.add_argument("--fanout", type=int, default=16)
