@@ -4,9 +4,12 @@
  *
  * Owns: one task-storage entry per profiled thread, holding the state the
  * thread is in and the moment it entered it (the checkpoint), plus the time
- * already charged to each slot.  Every scheduler event charges the time
+ * already charged to each slot.  Every context switch charges the time
  * since the checkpoint to the state the thread was in and moves the
  * checkpoint, so a thread's slots always add up to the time it was watched.
+ * A wait ends at the switch-in and is split where the kernel splits it:
+ * what schedstat's run_delay grew by was spent in the run queue, the rest
+ * asleep (or blocked), so no wake-up hook is needed.
  *
  * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
  * event happens on, the value the scheduler has just updated and uses for
@@ -22,18 +25,19 @@
  * kernel's sched_info.last_arrival says when, so the stretch is split there
  * and nothing is misfiled.  The reverse case uses sched_info.last_queued.
  *
- * Writers: for one thread, the scheduler events (switch out, wake-up, switch
- * in) are serialised by the kernel (run-queue locks and the on_cpu hand-off
- * in try_to_wake_up), so each entry has one writer at a time and needs no
- * lock.  The sampler only increments the sample count, which nobody else
+ * Writers: for one thread, its switches out and in are serialised by the
+ * kernel (run-queue locks and the on_cpu hand-off), so each entry has one
+ * writer at a time and needs no lock.  The sampler only increments the sample count, which nobody else
  * writes.  The task iterator reads entries while they may change on another
  * CPU: a sequence count (odd while a write is in progress) lets it retry
  * instead of seeing a half-charged entry.  Ordering relies on x86-64's
  * total store order plus compiler barriers; see the README's portability
  * note before building for a weakly ordered architecture.
  *
- * Nothing on the context-switch path walks a stack, allocates (except once
- * per thread), calls a clock helper or touches a shared cache line.
+ * Nothing on the context-switch path allocates (except once per thread),
+ * calls a clock helper or touches a shared cache line, and it walks a
+ * stack only for a wait expected to be long (the user stack, at
+ * switch-out) or one that was (the kernel stack, at switch-in).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
