@@ -46,7 +46,6 @@ could not be measured.  Needs root.
         [--threads 10] [--duration 180] [--churn-minutes 60] [--smoke]
 """
 import argparse
-import glob
 import json
 import math
 import os
@@ -166,19 +165,8 @@ def bpf_maps(pid):
              if any(p.get("pid") == pid for p in m.get("pids", []))]
     if owned:
         return owned, "bpftool pids"
-    map_ids, prog_ids = set(), set()
-    for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
-        try:
-            with open(path) as f:
-                text = f.read()
-        except OSError:
-            continue
-        m = re.search(r"^map_id:\s*(\d+)", text, re.M)
-        if m:
-            map_ids.add(int(m.group(1)))
-        m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
-        if m:
-            prog_ids.add(int(m.group(1)))
+    ids = wctest.fdinfo_ids(pid, ("map_id", "prog_id"))
+    map_ids, prog_ids = ids["map_id"], ids["prog_id"]
     for pid_ in prog_ids:
         try:
             p = json.loads(sh(["bpftool", "prog", "show", "id", str(pid_),

@@ -395,23 +395,29 @@ def bpftool_list(kind):
     return json.loads(out) if out.strip() else []
 
 
-def bpf_fd_ids(pid):
-    """(prog ids, link ids) of the BPF objects a process holds through its
-    file descriptors (from /proc/PID/fdinfo: what it loaded or attached)."""
-    progs, links = set(), set()
+def fdinfo_ids(pid, fields):
+    """{field: set of ids} of the BPF objects a process holds through its
+    file descriptors, from /proc/PID/fdinfo (fields: "prog_id", "map_id",
+    "link_id"; a link's fd names its program too)."""
+    out = {f: set() for f in fields}
     for path in glob.glob(f"/proc/{pid}/fdinfo/*"):
         try:
             with open(path) as f:
                 text = f.read()
         except OSError:
             continue
-        m = re.search(r"^link_id:\s*(\d+)", text, re.M)
-        if m:
-            links.add(int(m.group(1)))
-        m = re.search(r"^prog_id:\s*(\d+)", text, re.M)
-        if m:  # a program's own fd, or the one a link holds
-            progs.add(int(m.group(1)))
-    return progs, links
+        for field in fields:
+            m = re.search(rf"^{field}:\s*(\d+)", text, re.M)
+            if m:
+                out[field].add(int(m.group(1)))
+    return out
+
+
+def bpf_fd_ids(pid):
+    """(prog ids, link ids) of the BPF objects a process holds through its
+    file descriptors (what it loaded or attached)."""
+    ids = fdinfo_ids(pid, ("prog_id", "link_id"))
+    return ids["prog_id"], ids["link_id"]
 
 
 def bpf_owned_ids():
