@@ -228,7 +228,9 @@ static bool named(const struct run *r, uint64_t hash)
 }
 
 /* A user stack through the workload's own code (one parked as a wait
- * began comes before any weight names it). */
+ * began comes before any weight names it).  Kernel stacks are shared with
+ * the rest of the host, which may have stored one ours names later: the
+ * caller keeps those all (there are few). */
 static bool ours(const struct run *r, const struct wc_stack *st)
 {
 	uint32_t i;
@@ -244,7 +246,8 @@ static void on_table_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 	struct run *r = arg;
 
 	if (hash <= 1 || copy_of(hash) || ncopies >= MAX_WEIGHTS ||
-	    !(named(r, hash) || ours(r, st)))
+	    !(named(r, hash) || ours(r, st) ||
+	      (st->nr && st->ip[0] >= 0xffff800000000000ULL)))
 		return;
 	copies[ncopies].hash = hash;
 	copies[ncopies].s = *st;
