@@ -194,8 +194,11 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	r->n++;
 }
 
-/* Stacks by hash: kept from the stack table's drain when our weights
- * name them (as the engine does), else taken from the kernel once. */
+/* Stacks by hash: every stack the table's drains bring is kept, as the
+ * engine keeps them (a wait's user stack is parked as it begins, and the
+ * weight naming it comes when it ends, perhaps drains later; a stack made
+ * only of library frames cannot be told apart from the host's), else
+ * taken from the kernel once.  An open-addressed index finds them. */
 struct stack_copy {
 	uint64_t hash;
 	struct wc_stack s;
@@ -203,57 +206,59 @@ struct stack_copy {
 	bool drained; /* came with a drain of the stack table */
 };
 
+#define COPY_SLOTS (2 * MAX_WEIGHTS)
+
 static struct stack_copy *copies;
 static size_t ncopies;
+static uint32_t *copy_index; /* 1 + index into copies, 0 = empty */
 static int drain_errors;
+
+static uint32_t *copy_slot(uint64_t hash)
+{
+	size_t i = (hash * 0x9e3779b97f4a7c15ULL) >> 47;
+
+	while (copy_index[i % COPY_SLOTS] &&
+	       copies[copy_index[i % COPY_SLOTS] - 1].hash != hash)
+		i++;
+	return &copy_index[i % COPY_SLOTS];
+}
 
 static struct stack_copy *copy_of(uint64_t hash)
 {
-	size_t i;
+	uint32_t *slot = copy_slot(hash);
 
-	for (i = 0; i < ncopies; i++)
-		if (copies[i].hash == hash)
-			return &copies[i];
-	return NULL;
+	return *slot ? &copies[*slot - 1] : NULL;
 }
 
-static bool named(const struct run *r, uint64_t hash)
+/* A new copy, or NULL when the test's bound is reached (the checks on
+ * stacks found then fail, naming no stack that was not kept). */
+static struct stack_copy *copy_add(uint64_t hash)
 {
-	size_t i;
+	uint32_t *slot = copy_slot(hash);
 
-	for (i = 0; i < r->n; i++)
-		if (r->w[i].k.ustack == hash || r->w[i].k.kstack == hash)
-			return true;
-	return false;
+	if (*slot || ncopies >= MAX_WEIGHTS)
+		return NULL;
+	copies[ncopies].hash = hash;
+	*slot = ++ncopies;
+	return &copies[ncopies - 1];
 }
 
-/* A user stack through the workload's own code (one parked as a wait
- * began comes before any weight names it).  Kernel stacks are shared with
- * the rest of the host, which may have stored one ours names later: the
- * caller keeps those all (there are few). */
-static bool ours(const struct run *r, const struct wc_stack *st)
+static void copies_reset(void)
 {
-	uint32_t i;
-
-	for (i = 0; r->bias && i < st->nr && i < WC_STACK_DEPTH; i++)
-		if (st->ip[i] >= r->bias && st->ip[i] < r->bias + (16u << 20))
-			return true;
-	return false;
+	ncopies = 0;
+	memset(copy_index, 0, COPY_SLOTS * sizeof(*copy_index));
 }
 
 static void on_table_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 {
-	struct run *r = arg;
+	struct stack_copy *c = hash > 1 ? copy_add(hash) : NULL;
 
-	if (hash <= 1 || copy_of(hash) || ncopies >= MAX_WEIGHTS ||
-	    !(named(r, hash) || ours(r, st) ||
-	      (st->nr && st->ip[0] >= 0xffff800000000000ULL)))
+	(void)arg;
+	if (!c)
 		return;
-	copies[ncopies].hash = hash;
-	copies[ncopies].s = *st;
-	copies[ncopies].ok = true;
-	copies[ncopies].drained = true;
-	ncopies++;
+	c->s = *st;
+	c->ok = true;
+	c->drained = true;
 }
 
 /* As the daemon does at every read: the weights, then the stacks (the
@@ -282,10 +287,9 @@ static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
 	c = copy_of(hash);
 	if (c)
 		return c->ok ? &c->s : NULL;
-	if (ncopies >= MAX_WEIGHTS)
+	c = copy_add(hash);
+	if (!c)
 		return NULL;
-	c = &copies[ncopies++];
-	c->hash = hash;
 	c->drained = false;
 	c->ok = wc_collector_take_stack(r->c, hash, &c->s);
 	return c->ok ? &c->s : NULL;
@@ -308,7 +312,7 @@ static bool profile_in(struct run *r, unsigned int min_block_us,
 	int n = 0, status, polls = 0;
 
 	memset(r, 0, sizeof(*r));
-	ncopies = 0;
+	copies_reset();
 	r->w = calloc(MAX_WEIGHTS, sizeof(*r->w));
 	if (!r->w || wc_collector_open(&o, &r->c, err, sizeof(err))) {
 		printf("  collector: %s\n", r->w ? err : "out of memory");
@@ -572,7 +576,8 @@ static void test_stack_table_drains(void)
 		}
 	}
 	printf("# stack table: %zu names of stacks in %zu weights, %zu found "
-	       "in the table's drains\n", names, r.n, found);
+	       "in the table's drains (%zu stacks drained host-wide)\n",
+	       names, r.n, found, ncopies);
 	CHECK(names > 0 && found == names);
 	finish(&r);
 }
@@ -718,7 +723,8 @@ int main(int argc, char **argv)
 	}
 	quiet_logs();
 	copies = calloc(MAX_WEIGHTS, sizeof(*copies));
-	if (!copies)
+	copy_index = calloc(COPY_SLOTS, sizeof(*copy_index));
+	if (!copies || !copy_index)
 		return 1;
 	if (geteuid() != 0)
 		snprintf(skip_reason, sizeof(skip_reason),
@@ -741,6 +747,7 @@ int main(int argc, char **argv)
 	RUN(test_threshold);
 	RUN(test_offcpu_blocked_stacks);
 	free(copies);
+	free(copy_index);
 	free(ksyms);
 	return check_done();
 }
