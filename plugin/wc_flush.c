@@ -7,8 +7,8 @@
 
 #include "wc_flush.h"
 #include "wc_folded.h"
-#include "wc_kmemo.h"
 #include "wc_log.h"
+#include "wc_memo.h"
 #include "wc_spool.h"
 #include "wc_svg.h"
 #include "wc_sym.h"
@@ -17,7 +17,7 @@
 #define MAX_FRAMES (2 * WC_STACK_DEPTH + 2)
 #define KERNEL_SUFFIX "_[k]"
 #define FOLD_BYTES (64u << 20)
-#define KMEMO_BYTES (8u << 20)
+#define MEMO_FRAMES 8192 /* user frames at a time: 256 KiB, cache-sized */
 #define SVG_LINE_MAX (1u << 20) /* longer folded lines are not drawn */
 
 /* Run-queue time has no stacks: it is shown by cause. */
@@ -37,7 +37,7 @@ struct wc_flush {
 	const struct wc_config *cfg;
 	struct wc_sym *sym;
 	struct wc_fold *fold;
-	struct wc_kmemo *kmemo;
+	struct wc_memo *memo;
 	struct wc_spool *spool; /* NULL: nowhere to write */
 	struct snap *snaps;
 	uint32_t nsnaps, max_snaps, gen;
@@ -49,8 +49,13 @@ struct wc_flush {
 	bool line_too_long;
 	struct wc_flush_stats stats;
 	/* scratch for one stack, root first */
-	const char *frames[MAX_FRAMES];
-	char text[MAX_FRAMES][FRAME_LEN];
+	uint32_t ids[MAX_FRAMES];
+	char text[FRAME_LEN];
+	/* the user part of the last stack, for the next of its process and
+	 * user stack (the walk brings them one after the other) */
+	bool last_valid;
+	uint32_t last_tgid, last_n, last_named;
+	uint64_t last_ustack;
 };
 
 static struct wc_spool *open_spool(const struct wc_config *cfg)
@@ -102,8 +107,8 @@ struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,
 	f->snaps = calloc(f->max_snaps, sizeof(*f->snaps));
 	f->fold = wc_fold_new(cfg->stack_entries * 2u, FOLD_BYTES);
 	f->sym = wc_sym_new(&so, err, errlen);
-	f->kmemo = wc_kmemo_new(cfg->stack_entries, KMEMO_BYTES);
-	if (!f->snaps || !f->fold || !f->sym || !f->kmemo) {
+	f->memo = wc_memo_new(cfg->stack_entries, MEMO_FRAMES);
+	if (!f->snaps || !f->fold || !f->sym || !f->memo) {
 		if (f->sym)
 			wc_err(err, errlen, "out of memory for %u stacks",
 			       cfg->stack_entries);
@@ -125,7 +130,7 @@ void wc_flush_free(struct wc_flush *f)
 	wc_spool_close(f->spool);
 	wc_sym_free(f->sym);
 	wc_fold_free(f->fold);
-	wc_kmemo_free(f->kmemo);
+	wc_memo_free(f->memo);
 	free(f->snaps);
 	free(f->line);
 	free(f);
@@ -144,7 +149,8 @@ void wc_flush_gone(struct wc_flush *f, pid_t pid)
 void wc_flush_begin(struct wc_flush *f)
 {
 	wc_fold_reset(f->fold);
-	wc_kmemo_reset(f->kmemo);
+	wc_memo_reset(f->memo);
+	f->last_valid = false;
 	f->gen++;
 }
 
@@ -228,18 +234,74 @@ static bool is_glue(const char *name)
 static size_t put_label(struct wc_flush *f, size_t n, const char *label)
 {
 	if (n < MAX_FRAMES)
-		f->frames[n++] = label;
+		f->ids[n++] = wc_fold_frame(f->fold, label);
 	return n;
 }
 
-/* Append a stack, outermost first.  Kernel frames get the suffix, and
- * lose the BPF glue at their leaf end. */
+/* A kernel stack's frames, outermost first, without the BPF glue at its
+ * leaf end, suffixed; symbolized once per flush. */
+static size_t put_kernel(struct wc_flush *f, size_t n,
+			 const struct wc_stack_view *v, uint64_t hash)
+{
+	size_t first = n;
+	uint32_t i, leaf = 0, named = 0;
+
+	/* the leaf end first, to know where the glue stops (one frame is
+	 * kept whatever it is) */
+	for (; leaf + 1 < v->nr; leaf++) {
+		wc_sym_kernel(f->sym, v->ip[leaf], leaf > 0, f->text,
+			      FRAME_LEN - sizeof(KERNEL_SUFFIX));
+		if (!is_glue(f->text))
+			break;
+	}
+	for (i = v->nr; i-- > leaf && n < MAX_FRAMES;) {
+		int rc = wc_sym_kernel(f->sym, v->ip[i], i > 0, f->text,
+				       FRAME_LEN - sizeof(KERNEL_SUFFIX));
+
+		strcat(f->text, KERNEL_SUFFIX);
+		named += rc == WC_SYM_NAME;
+		f->ids[n++] = wc_fold_frame(f->fold, f->text);
+	}
+	f->stats.frames += (uint32_t)(n - first);
+	f->stats.frames_named += named;
+	wc_memo_stack_put(f->memo, hash, f->ids + first, n - first, named);
+	return n;
+}
+
+/* A user stack's frames, outermost first; each (process, address)
+ * symbolized once per flush. */
+static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
+		       const struct wc_stack_view *v)
+{
+	uint32_t i;
+
+	for (i = v->nr; i-- > 0 && n < MAX_FRAMES; n++) {
+		bool named;
+		int rc;
+
+		f->stats.frames++;
+		if (!wc_memo_frame_get(f->memo, (uint32_t)pid, v->ip[i], i > 0,
+				       &f->ids[n], &named)) {
+			rc = wc_sym_user(f->sym, pid, v->ip[i], i > 0, f->text,
+					 FRAME_LEN);
+			named = rc == WC_SYM_NAME;
+			f->ids[n] = wc_fold_frame(f->fold, f->text);
+			if (f->ids[n] != WC_FOLD_NO_FRAME)
+				wc_memo_frame_put(f->memo, (uint32_t)pid,
+						  v->ip[i], i > 0, f->ids[n],
+						  named);
+		}
+		f->stats.frames_named += named;
+	}
+	return n;
+}
+
+/* Append a stack, outermost first. */
 static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 			const struct wc_stacks *st, uint64_t hash, bool kernel)
 {
 	struct wc_stack_view v;
-	size_t first = n, k;
-	uint32_t i, named = 0;
+	uint32_t named;
 	int got;
 
 	if (hash == 0)
@@ -247,8 +309,8 @@ static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 	if (hash == 1)
 		return put_label(f, n, STACK_FULL);
 	if (kernel) {
-		got = wc_kmemo_get(f->kmemo, hash, f->frames + n,
-				   MAX_FRAMES - n, &named);
+		got = wc_memo_stack_get(f->memo, hash, f->ids + n,
+					MAX_FRAMES - n, &named);
 		if (got >= 0) {
 			f->stats.frames += (uint32_t)got;
 			f->stats.frames_named += named;
@@ -259,33 +321,7 @@ static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 		f->stats.stacks_lost++;
 		return put_label(f, n, STACK_LOST);
 	}
-	for (i = v.nr; i-- > 0 && n < MAX_FRAMES;) {
-		char *t = f->text[n];
-		int rc;
-
-		if (kernel)
-			rc = wc_sym_kernel(f->sym, v.ip[i], i > 0, t,
-					   FRAME_LEN - sizeof(KERNEL_SUFFIX));
-		else
-			rc = wc_sym_user(f->sym, pid, v.ip[i], i > 0, t,
-					 FRAME_LEN);
-		f->stats.frames++;
-		named += rc == WC_SYM_NAME;
-		f->frames[n++] = t;
-	}
-	f->stats.frames_named += named;
-	if (!kernel)
-		return n;
-	/* glue frames have names (that is how they are known): the memo
-	 * counts the kept ones */
-	while (n > first + 1 && is_glue(f->frames[n - 1])) {
-		n--;
-		named--;
-	}
-	for (k = first; k < n; k++)
-		strcat(f->text[k], KERNEL_SUFFIX);
-	wc_kmemo_put(f->kmemo, hash, f->frames + first, n - first, named);
-	return n;
+	return kernel ? put_kernel(f, n, &v, hash) : put_user(f, n, pid, &v);
 }
 
 static enum wc_fold_kind fold_kind(uint32_t kind)
@@ -319,10 +355,24 @@ static void add_entry(void *arg, const struct wc_stack_entry *e)
 	struct wc_flush *f = c->f;
 	size_t n = 0;
 
-	n = put_stack(f, n, (pid_t)e->tgid, c->st, e->ustack, false);
+	if (f->last_valid && e->tgid == f->last_tgid &&
+	    e->ustack == f->last_ustack) {
+		n = f->last_n; /* still in f->ids */
+		f->stats.frames += f->last_n;
+		f->stats.frames_named += f->last_named;
+	} else {
+		uint64_t named = f->stats.frames_named;
+
+		n = put_stack(f, n, (pid_t)e->tgid, c->st, e->ustack, false);
+		f->last_valid = true;
+		f->last_tgid = e->tgid;
+		f->last_ustack = e->ustack;
+		f->last_n = (uint32_t)n;
+		f->last_named = (uint32_t)(f->stats.frames_named - named);
+	}
 	n = put_stack(f, n, (pid_t)e->tgid, c->st, e->kstack, true);
-	wc_fold_add(f->fold, e->group, fold_kind(e->kind), f->frames, n,
-		    e->weight);
+	wc_fold_add_ids(f->fold, e->group, fold_kind(e->kind), f->ids, n,
+			e->weight);
 }
 
 static int to_spool(void *ctx, const char *buf, size_t len)
@@ -415,7 +465,7 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int wc_flush_write(struct wc_flush *f, const struct wc_stacks *st, time_t when)
+int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 {
 	struct add_ctx c = {f, st};
 	struct wc_fold_stats fs;

@@ -53,7 +53,7 @@ void wc_flush_begin(struct wc_flush *f);
 void wc_flush_group(struct wc_flush *f, const struct wc_group_view *g);
 /* Symbolize, fold and write the file for the window ending at `when`.
  * 0, or -1 if the file was not written (logged by the spool). */
-int wc_flush_write(struct wc_flush *f, const struct wc_stacks *st, time_t when);
+int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when);
 
 void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out);
 

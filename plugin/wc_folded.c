@@ -82,6 +82,7 @@ struct wc_fold {
 	/* scratch of one add: fixed, so an add never allocates for them */
 	char frame_buf[WC_FOLD_MAX_FRAME + 1];
 	uint32_t ids[WC_FOLD_MAX_DEPTH];
+	uint32_t add_ids[WC_FOLD_MAX_DEPTH];
 };
 
 static const char *const markers[WC_FOLD_NKINDS] = {
@@ -430,41 +431,42 @@ static int stack_new(struct wc_fold *f, uint32_t cell, size_t n, uint32_t h,
 	return 0;
 }
 
-/* Intern the frames into f->ids; false if one is new and cannot be added
- * (or must not be: with the stack table full, only a stack already held
- * can take the weight). */
-static bool intern_frames(struct wc_fold *f, const char *const *frames,
-			  size_t n, bool *cut_any)
+/* Whether a frame not interned yet may be: with the stack table full,
+ * only a stack already held can take a weight, and all its frames are
+ * interned already. */
+static bool may_insert(const struct wc_fold *f)
 {
-	bool insert = f->nstacks < f->max_stacks;
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		bool cut;
-		size_t len = sanitize(frames[i], f->frame_buf,
-				      sizeof(f->frame_buf), &cut);
-
-		*cut_any |= cut;
-		if (str_intern(f, f->frame_buf, len, insert, &f->ids[i]) < 0)
-			return false;
-	}
-	return true;
+	return f->nstacks < f->max_stacks;
 }
 
-int wc_fold_add(struct wc_fold *f, const char *group, enum wc_fold_kind kind,
-		const char *const *frames, size_t nframes, uint64_t weight)
+uint32_t wc_fold_frame(struct wc_fold *f, const char *frame)
 {
-	bool redirected, cut = nframes > WC_FOLD_MAX_DEPTH;
-	size_t n = cut ? WC_FOLD_MAX_DEPTH : nframes, slot;
+	bool cut;
+	size_t len = sanitize(frame, f->frame_buf, sizeof(f->frame_buf), &cut);
+	uint32_t off;
+
+	if (str_intern(f, f->frame_buf, len, may_insert(f), &off) < 0)
+		return WC_FOLD_NO_FRAME;
+	return off | (cut ? WC_FOLD_CUT : 0);
+}
+
+/* Arguments checked; cut: the caller cut the stack's depth. */
+static void add_ids(struct wc_fold *f, const char *group, uint32_t kind,
+		    const uint32_t *frames, size_t n, uint64_t weight, bool cut)
+{
+	bool redirected, known = true;
+	size_t slot, i;
 	uint32_t cell, h;
 
-	if (!f || !group || (unsigned)kind >= WC_FOLD_NKINDS ||
-	    (nframes && !frames))
-		return -1;
-	if (weight == 0)
-		return 0;
 	cell = cell_get(f, group, kind, &redirected);
-	if (!intern_frames(f, frames, n, &cut))
+	for (i = 0; i < n; i++) {
+		known &= frames[i] != WC_FOLD_NO_FRAME;
+		cut |= frames[i] != WC_FOLD_NO_FRAME &&
+		       (frames[i] & WC_FOLD_CUT);
+		f->ids[i] = frames[i] & ~WC_FOLD_CUT;
+	}
+	f->st.truncated += cut;
+	if (!known)
 		goto dropped;
 	h = stack_hash(cell, f->ids, n);
 	if (stack_find(f, cell, f->ids, n, h, &slot)) {
@@ -475,12 +477,47 @@ int wc_fold_add(struct wc_fold *f, const char *group, enum wc_fold_kind kind,
 		goto dropped;
 	}
 	f->cells[cell].weight += weight;
-	f->st.truncated += cut;
-	return 0;
+	return;
 dropped:
 	f->cells[cell].dropped += weight;
 	f->st.dropped_full++;
-	f->st.truncated += cut;
+}
+
+static bool bad_add(const struct wc_fold *f, const char *group,
+		    enum wc_fold_kind kind, const void *frames, size_t nframes)
+{
+	return !f || !group || (unsigned)kind >= WC_FOLD_NKINDS ||
+	       (nframes && !frames);
+}
+
+int wc_fold_add_ids(struct wc_fold *f, const char *group,
+		    enum wc_fold_kind kind, const uint32_t *frames,
+		    size_t nframes, uint64_t weight)
+{
+	bool cut = nframes > WC_FOLD_MAX_DEPTH;
+
+	if (bad_add(f, group, kind, frames, nframes))
+		return -1;
+	if (weight)
+		add_ids(f, group, kind, frames,
+			cut ? WC_FOLD_MAX_DEPTH : nframes, weight, cut);
+	return 0;
+}
+
+int wc_fold_add(struct wc_fold *f, const char *group, enum wc_fold_kind kind,
+		const char *const *frames, size_t nframes, uint64_t weight)
+{
+	bool cut = nframes > WC_FOLD_MAX_DEPTH;
+	size_t n = cut ? WC_FOLD_MAX_DEPTH : nframes, i;
+
+	if (bad_add(f, group, kind, frames, nframes))
+		return -1;
+	if (weight == 0)
+		return 0;
+	/* through a copy: add_ids works in f->ids */
+	for (i = 0; i < n; i++)
+		f->add_ids[i] = wc_fold_frame(f, frames[i]);
+	add_ids(f, group, kind, f->add_ids, n, weight, cut);
 	return 0;
 }
 

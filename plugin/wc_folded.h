@@ -118,6 +118,23 @@ void wc_fold_reset(struct wc_fold *f);
 int wc_fold_add(struct wc_fold *f, const char *group, enum wc_fold_kind kind,
 		const char *const *frames, size_t nframes, uint64_t weight);
 
+/*
+ * The id of a frame's text (made safe as above), for wc_fold_add_ids: a
+ * caller that meets the same frame in many stacks (a function in every
+ * stack through it, a kernel stack in every sleeper) makes it safe and
+ * finds it once.  Good until the next wc_fold_reset.  WC_FOLD_CUT is set
+ * in it if the text was cut; WC_FOLD_NO_FRAME if it is new and there is
+ * no room (an add naming it lands in [other]).
+ */
+#define WC_FOLD_CUT (1u << 31)
+#define WC_FOLD_NO_FRAME UINT32_MAX
+uint32_t wc_fold_frame(struct wc_fold *f, const char *frame);
+
+/* wc_fold_add with frames given by their ids. */
+int wc_fold_add_ids(struct wc_fold *f, const char *group,
+		    enum wc_fold_kind kind, const uint32_t *frames,
+		    size_t nframes, uint64_t weight);
+
 /* The measured total of (group, kind) in this window, in microseconds;
  * setting it again replaces it.  Returns -1 on bad arguments. */
 int wc_fold_set_total(struct wc_fold *f, const char *group,

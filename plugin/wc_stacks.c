@@ -16,8 +16,16 @@ struct held {
 	uint32_t gen; /* window that last named it */
 };
 
+/* An entry's place in the order of the flush's walk. */
+struct order {
+	uint32_t tgid;
+	uint32_t i; /* into w */
+	uint64_t ustack;
+};
+
 struct wc_stacks {
 	struct wc_stack_entry *w; /* max_weights */
+	struct order *order;	  /* max_weights, the walk's scratch */
 	uint32_t nw, max_weights;
 	struct wc_idmap widx; /* weight key -> index into w */
 	uint64_t *wkeys;      /* the idmap key of each w, to clear it */
@@ -45,9 +53,10 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 	s->gen = 1;
 	s->w = calloc(max_weights, sizeof(*s->w));
 	s->wkeys = calloc(max_weights, sizeof(*s->wkeys));
+	s->order = malloc(max_weights * sizeof(*s->order));
 	s->held = calloc(max_stacks, sizeof(*s->held));
 	s->free_list = calloc(max_stacks, sizeof(*s->free_list));
-	if (!s->w || !s->wkeys || !s->held || !s->free_list ||
+	if (!s->w || !s->wkeys || !s->order || !s->held || !s->free_list ||
 	    wc_idmap_init(&s->widx, max_weights) ||
 	    wc_idmap_init(&s->sidx, max_stacks)) {
 		wc_stacks_free(s);
@@ -72,6 +81,7 @@ void wc_stacks_free(struct wc_stacks *s)
 	wc_idmap_free(&s->sidx);
 	free(s->w);
 	free(s->wkeys);
+	free(s->order);
 	free(s->held);
 	free(s->free_list);
 	free(s);
@@ -190,13 +200,29 @@ bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 	return true;
 }
 
-void wc_stacks_foreach(const struct wc_stacks *s, wc_stack_entry_fn fn,
-		       void *arg)
+static int by_process(const void *a, const void *b)
+{
+	const struct order *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->ustack != y->ustack)
+		return x->ustack < y->ustack ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg)
 {
 	uint32_t i;
 
+	for (i = 0; i < s->nw; i++) {
+		s->order[i].tgid = s->w[i].tgid;
+		s->order[i].i = i;
+		s->order[i].ustack = s->w[i].ustack;
+	}
+	qsort(s->order, s->nw, sizeof(*s->order), by_process);
 	for (i = 0; i < s->nw; i++)
-		fn(arg, &s->w[i]);
+		fn(arg, &s->w[s->order[i].i]);
 }
 
 static void drop_stack(struct wc_stacks *s, uint32_t i)

@@ -4,9 +4,10 @@
  *
  * Owns: the window's weights per (group, process, kind, user stack, kernel
  * stack), and a copy of every stack they name, keyed by the kernel's hash.
- * Both are bounded at creation (weights by count, stacks by count and
- * bytes); a weight that does not fit is counted and its time is left to
- * its group's remainder line in the folded file.
+ * Both are bounded at creation (weights by count, with 16 bytes each of
+ * scratch for a walk; stacks by count and bytes); a weight that does not
+ * fit is counted and its time is left to its group's remainder line in the
+ * folded file.
  *
  * The kernel stores each distinct stack once and hands it over once (take
  * deletes it), but weights naming it can keep arriving in later windows,
@@ -65,9 +66,10 @@ int wc_stacks_put(struct wc_stacks *s, uint64_t hash,
 bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 		   struct wc_stack_view *out);
 
+/* The window's weights grouped by process, and within one by user stack
+ * (a symbolizer's caches then stay hot); in the same order every time. */
 typedef void (*wc_stack_entry_fn)(void *arg, const struct wc_stack_entry *e);
-void wc_stacks_foreach(const struct wc_stacks *s, wc_stack_entry_fn fn,
-		       void *arg);
+void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg);
 
 /* Close the window: weights go, stacks unnamed for a whole window go. */
 void wc_stacks_next_window(struct wc_stacks *s);

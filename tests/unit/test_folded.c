@@ -537,6 +537,65 @@ static void test_bounds(void)
 	CHECK(wc_fold_new((1u << 24) + 1, 4096) == NULL);
 }
 
+/* Frames given by id make the same file as frames given by text; a cut
+ * frame is counted at every add naming it; a frame without room sends its
+ * stack's time to [other]. */
+static void test_ids(void)
+{
+	struct wc_fold *a = wc_fold_new(100, 1 << 16);
+	struct wc_fold *b = wc_fold_new(100, 1 << 16);
+	static char big[WC_FOLD_MAX_FRAME + 10];
+	struct wc_fold_stats st;
+	uint32_t ids[3], cut;
+	char *oa, *ob;
+	size_t n;
+
+	ADD(a, "g", WC_FOLD_SLEEP, 3000, "main", "x;y", "leaf_[k]");
+	ADD(a, "g", WC_FOLD_SLEEP, 5000, "main", "leaf_[k]");
+	ADD(a, "g", WC_FOLD_SLEEP, 2000, "main", "x;y", "leaf_[k]");
+	ids[0] = wc_fold_frame(b, "main");
+	ids[1] = wc_fold_frame(b, "x;y");
+	ids[2] = wc_fold_frame(b, "leaf_[k]");
+	CHECK(wc_fold_frame(b, " main ") == ids[0]); /* made safe the same */
+	CHECK(wc_fold_add_ids(b, "g", WC_FOLD_SLEEP, ids, 3, 3000) == 0);
+	ids[1] = ids[2];
+	CHECK(wc_fold_add_ids(b, "g", WC_FOLD_SLEEP, ids, 2, 5000) == 0);
+	ids[1] = wc_fold_frame(b, "x;y");
+	CHECK(wc_fold_add_ids(b, "g", WC_FOLD_SLEEP, ids, 3, 2000) == 0);
+	oa = emit(a, 0);
+	ob = emit(b, 0);
+	CHECK(oa && ob && strcmp(oa, ob) == 0);
+	CHECK(line_value(ob, "g;[off-cpu sleep];main;x:y;leaf_[k]") == 5);
+	free(oa);
+	free(ob);
+
+	memset(big, 'c', sizeof(big) - 1);
+	cut = wc_fold_frame(b, big);
+	CHECK(cut != WC_FOLD_NO_FRAME && (cut & WC_FOLD_CUT));
+	CHECK(wc_fold_add_ids(b, "h", WC_FOLD_ONCPU, &cut, 1, 1) == 0);
+	CHECK(wc_fold_add_ids(b, "h", WC_FOLD_ONCPU, &cut, 1, 1) == 0);
+	wc_fold_get_stats(b, &st);
+	CHECK(st.truncated == 2 && st.merged == 2);
+	CHECK(wc_fold_add_ids(b, "h", WC_FOLD_NKINDS, ids, 1, 1) == -1);
+	CHECK(wc_fold_add_ids(b, "h", WC_FOLD_ONCPU, NULL, 1, 1) == -1);
+	wc_fold_free(a);
+	wc_fold_free(b);
+
+	/* a full table of stacks interns no new frame */
+	a = wc_fold_new(1, 4096);
+	ADD(a, "g", WC_FOLD_ONCPU, 1, "only");
+	ids[0] = wc_fold_frame(a, "new");
+	CHECK(ids[0] == WC_FOLD_NO_FRAME);
+	CHECK(wc_fold_add_ids(a, "g", WC_FOLD_ONCPU, ids, 1, 4) == 0);
+	wc_fold_get_stats(a, &st);
+	CHECK(st.dropped_full == 1);
+	oa = emit(a, 0);
+	CHECK(line_value(oa, "g;[on-cpu];[other]") == 4);
+	CHECK(file_sum(oa, &n) == 5 && n == 2);
+	free(oa);
+	wc_fold_free(a);
+}
+
 static void test_empty_and_errors(void)
 {
 	struct wc_fold *f = wc_fold_new(10, 4096);
@@ -719,6 +778,7 @@ int main(void)
 	RUN(test_truncation);
 	RUN(test_order_determinism);
 	RUN(test_bounds);
+	RUN(test_ids);
 	RUN(test_empty_and_errors);
 	RUN(test_random_sums);
 	RUN(test_10k_stacks);

@@ -66,6 +66,46 @@ static void test_weights_merge(void)
 	wc_stacks_free(s);
 }
 
+struct walk {
+	uint32_t n, tgid[64];
+	uint64_t ustack[64];
+};
+
+static void note_order(void *arg, const struct wc_stack_entry *e)
+{
+	struct walk *w = arg;
+
+	if (w->n < 64) {
+		w->tgid[w->n] = e->tgid;
+		w->ustack[w->n++] = e->ustack;
+	}
+}
+
+/* The walk brings one process's weights together, and within one the
+ * weights of a user stack, whatever order they came in. */
+static void test_walk_by_process(void)
+{
+	static const uint32_t tgids[] = {30, 10, 20, 10, 30, 10, 20, 10};
+	static const uint64_t us[] = {7, 9, 1, 3, 7, 9, 1, 9};
+	struct walk w = {0};
+	struct wc_stacks *s;
+	uint32_t i;
+
+	CHECK(wc_stacks_new(64, 64, 1 << 20, &s) == 0);
+	for (i = 0; i < 8; i++) {
+		struct wc_stack_key k = key(tgids[i], WC_SLEEP, us[i], 100 + i);
+
+		CHECK(wc_stacks_add(s, "app", &k, 1) == 0);
+	}
+	wc_stacks_foreach(s, note_order, &w);
+	CHECK(w.n == 8);
+	for (i = 1; i < w.n; i++)
+		CHECK(w.tgid[i - 1] < w.tgid[i] ||
+		      (w.tgid[i - 1] == w.tgid[i] &&
+		       w.ustack[i - 1] <= w.ustack[i]));
+	wc_stacks_free(s);
+}
+
 static void test_weights_bound(void)
 {
 	struct wc_stacks *s;
@@ -178,6 +218,7 @@ int main(void)
 {
 	check_prog = "test_stackstore";
 	RUN(test_weights_merge);
+	RUN(test_walk_by_process);
 	RUN(test_weights_bound);
 	RUN(test_stacks_held_across_windows);
 	RUN(test_stacks_bounds);
