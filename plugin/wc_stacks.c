@@ -23,8 +23,27 @@ struct order {
 	uint64_t ustack;
 };
 
+/* A weight as held: its group is an index into the window's names. */
+struct weight {
+	uint32_t group;
+	uint32_t tgid;
+	uint32_t kind;
+	uint64_t ustack;
+	uint64_t kstack;
+	uint64_t weight;
+};
+
+/* The window's group names, each once: a window sees a few groups and
+ * many weights.  Grows by doubling, at most one name per weight. */
+struct names {
+	char (*name)[WC_NAME_MAX];
+	uint32_t *slots; /* index + 1, 0 = empty; twice the capacity */
+	uint32_t n, cap;
+};
+
 struct wc_stacks {
-	struct wc_stack_entry *w; /* max_weights */
+	struct weight *w;	  /* max_weights */
+	struct names names;
 	struct order *order;	  /* max_weights, the walk's scratch */
 	uint32_t nw, max_weights;
 	struct wc_idmap widx; /* weight key -> index into w */
@@ -80,6 +99,8 @@ void wc_stacks_free(struct wc_stacks *s)
 	wc_idmap_free(&s->widx);
 	wc_idmap_free(&s->sidx);
 	free(s->w);
+	free(s->names.name);
+	free(s->names.slots);
 	free(s->wkeys);
 	free(s->order);
 	free(s->held);
@@ -107,26 +128,90 @@ static uint64_t weight_key(const char *group, const struct wc_stack_key *k)
 	return h ? h : 1;
 }
 
-static bool same(const struct wc_stack_entry *e, const char *group,
+static uint32_t name_hash(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
+	return (uint32_t)(h ^ h >> 32);
+}
+
+static uint32_t *name_slot(const struct names *t, const char *name)
+{
+	uint32_t mask = 2 * t->cap - 1, i = name_hash(name) & mask;
+
+	while (t->slots[i] && strcmp(t->name[t->slots[i] - 1], name) != 0)
+		i = (i + 1) & mask;
+	return &t->slots[i];
+}
+
+static int names_grow(struct names *t, uint32_t max)
+{
+	uint32_t ncap = t->cap ? 2 * t->cap : 16, i;
+	char(*name)[WC_NAME_MAX];
+	uint32_t *slots;
+
+	if (t->cap >= max)
+		return -1;
+	name = realloc(t->name, (size_t)ncap * sizeof(*name));
+	if (!name)
+		return -1;
+	t->name = name;
+	slots = calloc(2 * (size_t)ncap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	free(t->slots);
+	t->slots = slots;
+	t->cap = ncap;
+	for (i = 0; i < t->n; i++)
+		*name_slot(t, t->name[i]) = i + 1;
+	return 0;
+}
+
+/* The index of a group's name, added if new; -1 if there is no room. */
+static int64_t name_of(struct wc_stacks *s, const char *group)
+{
+	struct names *t = &s->names;
+	uint32_t *slot;
+
+	if (t->cap) {
+		slot = name_slot(t, group);
+		if (*slot)
+			return *slot - 1;
+	}
+	if (t->n == t->cap && names_grow(t, s->max_weights))
+		return -1;
+	snprintf(t->name[t->n], WC_NAME_MAX, "%s", group);
+	*name_slot(t, t->name[t->n]) = t->n + 1;
+	return t->n++;
+}
+
+static bool same(const struct weight *e, uint32_t group,
 		 const struct wc_stack_key *k)
 {
 	return e->tgid == k->tgid && e->kind == k->kind &&
 	       e->ustack == k->ustack && e->kstack == k->kstack &&
-	       strcmp(e->group, group) == 0;
+	       e->group == group;
 }
 
 int wc_stacks_add(struct wc_stacks *s, const char *group,
 		  const struct wc_stack_key *k, uint64_t weight)
 {
 	uint64_t key = weight_key(group, k);
-	struct wc_stack_entry *e;
+	int64_t name = name_of(s, group);
+	struct weight *e;
 	uint32_t i;
 	int probe;
 
+	if (name < 0) {
+		s->stats.weights_dropped++;
+		return -1;
+	}
 	for (probe = 0; probe < PROBES; probe++, key = mix(key, 1) | 1) {
 		if (!wc_idmap_get(&s->widx, key, &i))
 			break;
-		if (same(&s->w[i], group, k)) {
+		if (same(&s->w[i], (uint32_t)name, k)) {
 			s->w[i].weight += weight;
 			return 0;
 		}
@@ -137,7 +222,7 @@ int wc_stacks_add(struct wc_stacks *s, const char *group,
 		return -1;
 	}
 	e = &s->w[s->nw];
-	snprintf(e->group, sizeof(e->group), "%s", group);
+	e->group = (uint32_t)name;
 	e->tgid = k->tgid;
 	e->kind = k->kind;
 	e->ustack = k->ustack;
@@ -221,8 +306,19 @@ void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg)
 		s->order[i].ustack = s->w[i].ustack;
 	}
 	qsort(s->order, s->nw, sizeof(*s->order), by_process);
-	for (i = 0; i < s->nw; i++)
-		fn(arg, &s->w[s->order[i].i]);
+	for (i = 0; i < s->nw; i++) {
+		const struct weight *w = &s->w[s->order[i].i];
+		struct wc_stack_entry e = {
+			.group = s->names.name[w->group],
+			.tgid = w->tgid,
+			.kind = w->kind,
+			.ustack = w->ustack,
+			.kstack = w->kstack,
+			.weight = w->weight,
+		};
+
+		fn(arg, &e);
+	}
 }
 
 static void drop_stack(struct wc_stacks *s, uint32_t i)
@@ -243,6 +339,10 @@ void wc_stacks_next_window(struct wc_stacks *s)
 	for (i = 0; i < s->nw; i++)
 		wc_idmap_del(&s->widx, s->wkeys[i]);
 	s->nw = 0;
+	s->names.n = 0;
+	if (s->names.cap)
+		memset(s->names.slots, 0,
+		       2 * (size_t)s->names.cap * sizeof(*s->names.slots));
 	for (i = 0; i < s->max_stacks; i++)
 		if (s->held[i].hash && s->held[i].gen < s->gen)
 			drop_stack(s, i);

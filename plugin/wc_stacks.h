@@ -5,7 +5,8 @@
  * Owns: the window's weights per (group, process, kind, user stack, kernel
  * stack), and a copy of every stack they name, keyed by the kernel's hash.
  * Both are bounded at creation (weights by count, with 16 bytes each of
- * scratch for a walk; stacks by count and bytes); a weight that does not
+ * scratch for a walk, their group names stored once per window; stacks by
+ * count and bytes); a weight that does not
  * fit is counted and its time is left to its group's remainder line in the
  * folded file.
  *
@@ -28,7 +29,7 @@
 struct wc_stacks;
 
 struct wc_stack_entry {
-	char group[WC_NAME_MAX];
+	const char *group; /* good during the walk */
 	uint32_t tgid;
 	uint32_t kind; /* enum wc_state: WC_ONCPU, WC_SLEEP or WC_BLOCKED */
 	uint64_t ustack;

@@ -4,6 +4,7 @@
  * kept and counted.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -103,6 +104,51 @@ static void test_walk_by_process(void)
 		CHECK(w.tgid[i - 1] < w.tgid[i] ||
 		      (w.tgid[i - 1] == w.tgid[i] &&
 		       w.ustack[i - 1] <= w.ustack[i]));
+	wc_stacks_free(s);
+}
+
+struct by_group {
+	uint64_t w[100];
+	uint32_t bad;
+};
+
+static void add_by_group(void *arg, const struct wc_stack_entry *e)
+{
+	struct by_group *g = arg;
+	unsigned int i;
+
+	if (sscanf(e->group, "group-%u", &i) == 1 && i < 100)
+		g->w[i] += e->weight;
+	else
+		g->bad++;
+}
+
+/* Group names are held once per window however many weights name them,
+ * and come back right past many groups and across windows. */
+static void test_group_names(void)
+{
+	struct wc_stacks *s;
+	int round;
+
+	CHECK(wc_stacks_new(1000, 16, 1 << 20, &s) == 0);
+	for (round = 0; round < 3; round++) {
+		struct by_group g = {{0}, 0};
+		uint32_t i, j;
+
+		for (i = 0; i < 300; i++) {
+			struct wc_stack_key k = key(i % 7 + 1, WC_SLEEP, 5, 6);
+			char name[32];
+
+			j = (i * 37 + (uint32_t)round) % 100;
+			snprintf(name, sizeof(name), "group-%u", j);
+			CHECK(wc_stacks_add(s, name, &k, j + 1) == 0);
+		}
+		wc_stacks_foreach(s, add_by_group, &g);
+		CHECK(g.bad == 0);
+		for (j = 0; j < 100; j++)
+			CHECK(g.w[j] == 3 * (j + 1));
+		wc_stacks_next_window(s);
+	}
 	wc_stacks_free(s);
 }
 
@@ -219,6 +265,7 @@ int main(void)
 	check_prog = "test_stackstore";
 	RUN(test_weights_merge);
 	RUN(test_walk_by_process);
+	RUN(test_group_names);
 	RUN(test_weights_bound);
 	RUN(test_stacks_held_across_windows);
 	RUN(test_stacks_bounds);
