@@ -3,13 +3,18 @@
  * wallclock.bpf.c - per-thread wall-clock accounting in the kernel.
  *
  * Owns: one task-storage entry per profiled thread, holding the state the
- * thread is in and the moment it entered it (the checkpoint), plus the time
- * already charged to each slot.  Every context switch charges the time
- * since the checkpoint to the state the thread was in and moves the
- * checkpoint, so a thread's slots always add up to the time it was watched.
- * A wait ends at the switch-in and is split where the kernel splits it:
- * what schedstat's run_delay grew by was spent in the run queue, the rest
- * asleep (or blocked), so no wake-up hook is needed.
+ * thread entered at its last switch-out and when (the checkpoint), plus
+ * the time already charged to each slot.  Each switch-out charges the time
+ * since the checkpoint and moves it, so a thread's slots always add up to
+ * the time it was watched: the wait begun at the last switch-out ended
+ * when the thread last arrived on a CPU (sched_info.last_arrival, which
+ * the kernel sets on the same clock) and it has run since.  The wait is
+ * split where the kernel splits it: what schedstat's run_delay grew by was
+ * spent in the run queue, the rest asleep (or blocked), so no wake-up hook
+ * is needed, and the switch-in has no bookkeeping to do: one task storage
+ * lookup per switch.  With stacks on, a switch-in looks at its thread only
+ * if its wait may have been long (a table of when waits began says), to
+ * walk the kernel stack it waited in.
  *
  * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
  * event happens on, the value the scheduler has just updated and uses for
@@ -20,17 +25,25 @@
  * to the nanosecond, while the slots still add up to wall time.
  *
  * Missed switches: on this kernel the sched_switch tracepoint does not show
- * every switch-in (measured: 0.3-3 % of a busy spinner's).  A thread that
- * switches out while we still think it waits was switched in unseen; the
- * kernel's sched_info.last_arrival says when, so the stretch is split there
- * and nothing is misfiled.  The reverse case uses sched_info.last_queued.
+ * every switch-in (measured: 0.3-3 % of a busy spinner's), which the
+ * accounting no longer needs.  A missed switch-out merges two stints and
+ * two waits: the run is the kernel's, the waits get the rest of the wall
+ * time, in the first one's state.  A switch-out that finds no arrival
+ * since its checkpoint cannot place the end of the wait: it is charged as
+ * run and steal.  Both are counted (switches_missed).
+ *
+ * A thread is met first at a switch-out, a sample or the iterator; one
+ * started since the programs were loaded is charged from its first stay in
+ * the run queue (its run_delay), so short-lived threads count in full.
  *
  * Writers: for one thread, its switches out and in are serialised by the
  * kernel (run-queue locks and the on_cpu hand-off), so each entry has one
- * writer at a time and needs no lock.  The sampler only increments the sample count, which nobody else
- * writes.  The task iterator reads entries while they may change on another
- * CPU: a sequence count (odd while a write is in progress) lets it retry
- * instead of seeing a half-charged entry.  Ordering relies on x86-64's
+ * writer at a time and needs no lock.  The sampler only increments the
+ * sample count, which nobody else writes.  The task iterator reads entries
+ * while they may change on another CPU: a sequence count (odd while a
+ * write is in progress) lets it retry instead of seeing a half-charged
+ * entry; a thread it finds running is brought up to now from
+ * last_arrival, as its switch-out will be.  Ordering relies on x86-64's
  * total store order plus compiler barriers; see the README's portability
  * note before building for a weakly ordered architecture.
  *
@@ -53,6 +66,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define K_TASK_DEAD 0x0080
 #define K_TASK_WAKING 0x0200
 #define K_TASK_NOLOAD 0x0400
+#define K_PF_EXITING 0x00000004
 #define K_PF_KTHREAD 0x00200000
 #define K_EEXIST 17
 
@@ -68,6 +82,9 @@ const volatile bool include_kthreads = false;
 const volatile __u64 sample_period_ns = 1000000000ULL / 49;
 const volatile bool stacks_enabled = false;
 const volatile __u64 min_block_ns = 1000000;
+/* CLOCK_MONOTONIC as the programs were loaded: a thread started later
+ * (task_struct.start_time is on that clock) is new, its whole life ours. */
+const volatile __u64 load_mono_ns = 0;
 
 /* How a thread's recent waits from one place went, to decide at the next
  * switch-out from there whether its user stack is worth walking. */
@@ -214,6 +231,28 @@ struct {
 	__type(value, struct texts);
 } texts SEC(".maps");
 
+
+/*
+ * When each sleeping thread began its wait, in a table indexed by thread
+ * id, so that the switch-in of a thread whose wait was short (most of
+ * them: a pipe, a futex handed over) can tell without looking up its task
+ * storage.  Two threads that share a slot make the later one look long,
+ * which only costs the lookup.
+ */
+#define MARKS 65536
+
+struct wait_mark {
+	__u32 tid;
+	__u32 pad;
+	__u64 since;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MARKS);
+	__type(key, __u32);
+	__type(value, struct wait_mark);
+} marks SEC(".maps");
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
@@ -554,6 +593,37 @@ static __always_inline struct wc_task *create(struct task_struct *task,
 	return t;
 }
 
+/*
+ * A thread met for the first time (by a switch-out, a sample or the
+ * iterator), in state at now.  One started since we loaded and running
+ * (for the first time: any switch-out would have met it) is ours from its
+ * first stay in the run queue: it waited run_delay for the arrival and
+ * has run since.  Any other starts now (one the iterator finds queued and
+ * never run loses the microseconds it has waited so far).
+ */
+static __always_inline struct wc_task *first_sight(struct task_struct *task,
+						   __u64 now, __u32 state,
+						   bool running)
+{
+	__u64 rd = task->sched_info.run_delay, since = 0;
+	__u64 arrived = task->sched_info.last_arrival;
+	struct wc_task *t;
+
+	if (!load_mono_ns || task->start_time < load_mono_ns)
+		return create(task, now, state);
+	if (running && arrived >= rd && arrived <= now)
+		since = arrived - rd;
+	if (!since)
+		return create(task, now, state);
+	t = create(task, since, WC_RUNQ);
+	if (t) {
+		t->exec_ns = 0;
+		t->sample_exec_ns = 0;
+		t->rd_ckpt = 0;
+	}
+	return t;
+}
+
 static __always_inline __u32 slot(__u32 st)
 {
 	opaque(st);
@@ -642,37 +712,72 @@ static __always_inline void enter(struct wc_task *t, __u32 state, __u64 now,
 static __always_inline void fill_identity(struct wc_task_rec *r,
 					  struct task_struct *task)
 {
-	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	struct task_struct *leader = task->group_leader;
 
-	r->tid = BPF_CORE_READ(task, pid);
-	r->tgid = BPF_CORE_READ(task, tgid);
-	r->leader_start_ns = BPF_CORE_READ(leader, start_time);
-	if (BPF_CORE_READ(task, flags) & K_PF_KTHREAD)
+	/* plain loads: both callers hold a trusted task */
+	r->tid = task->pid;
+	r->tgid = task->tgid;
+	r->leader_start_ns = leader->start_time;
+	if (task->flags & K_PF_KTHREAD)
 		r->flags |= WC_REC_KTHREAD;
-	bpf_probe_read_kernel_str(r->leader_comm, sizeof(r->leader_comm),
-				  &leader->comm);
+	__builtin_memcpy(r->leader_comm, leader->comm, sizeof(r->leader_comm));
 }
 
-static __always_inline void emit_exit(struct task_struct *task,
-				      struct wc_task *t)
+/* A final record, identity filled in; NULL (counted) if the ring is full. */
+static __always_inline struct wc_task_rec *exit_rec(struct task_struct *task)
 {
 	struct wc_task_rec *r;
-	int i;
 
 	count(WC_CNT_EXITS);
 	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
 	if (!r) {
 		count(WC_CNT_EXITS_DROPPED);
-		return;
+		return NULL;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
+	r->state = WC_DEAD;
+	r->flags = WC_REC_EXITED;
+	fill_identity(r, task);
+	return r;
+}
+
+static __always_inline void emit_exit(struct task_struct *task,
+				      struct wc_task *t)
+{
+	struct wc_task_rec *r = exit_rec(task);
+	int i;
+
+	if (!r)
+		return;
 	r->id = t->id;
 	for (i = 0; i < WC_NSLOTS; i++)
 		r->time_ns[i] = t->time_ns[i];
 	r->samples = t->samples;
-	r->state = WC_DEAD;
-	r->flags = WC_REC_EXITED;
-	fill_identity(r, task);
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
+}
+
+/* A thread that dies at its first switch-out (it ran once, briefly, and
+ * no sample met it): if it started since we loaded, its whole life is its
+ * wait for a first CPU and the run since. */
+static __always_inline void emit_first_exit(struct task_struct *task,
+					    __u64 now)
+{
+	__u64 arrived = task->sched_info.last_arrival;
+	__u64 rd = task->sched_info.run_delay;
+	__u64 run = task->se.sum_exec_runtime, stint;
+	struct wc_task_rec *r;
+
+	if (!load_mono_ns || task->start_time < load_mono_ns ||
+	    arrived > now)
+		return;
+	r = exit_rec(task);
+	if (!r)
+		return;
+	stint = now - arrived;
+	r->id = __sync_fetch_and_add(&next_id, 1) + 1;
+	r->time_ns[WC_T_RUNQ] = rd;
+	r->time_ns[WC_T_ONCPU] = run;
+	r->time_ns[WC_T_STEAL] = stint > run ? stint - run : 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
@@ -810,28 +915,84 @@ static __always_inline void record_wait(struct task_struct *p,
 	add_wait_weight(p, kind, uh, kh, wait_ns);
 }
 
-/* p's wait (slept ns of it asleep, in state kind) ended as it switches
- * in: learn from it, record it if long, and let its parked stack go. */
-static __always_inline void end_wait(struct task_struct *p, struct wc_task *t,
-				     __u32 kind, __u64 slept)
+/* Learn from p's wait that just ended, at the place it began: whether it
+ * was long.  True if the place had had only short waits lately (so its
+ * user stack was not walked). */
+static __always_inline bool learn(struct wc_task *t, bool long_wait)
 {
-	bool long_wait = slept >= min_block_ns, unexpected = false;
-	__u64 uh = t->parked_ustack;
 	__u32 i = t->place;
+	bool unexpected;
 
 	/* no place: we never saw it go to sleep (first sight) */
-	if (i < WC_PLACES) {
-		opaque(i);
-		i &= WC_PLACES - 1;
-		unexpected = t->places[i].hist == 0;
-		t->places[i].hist = (t->places[i].hist << 1 | long_wait) & 0xf;
-	}
-	if (long_wait)
-		record_wait(p, t, kind, slept, uh, unexpected);
-	else if (uh)
+	if (i >= WC_PLACES)
+		return false;
+	opaque(i);
+	i &= WC_PLACES - 1;
+	unexpected = t->places[i].hist == 0;
+	t->places[i].hist = (t->places[i].hist << 1 | long_wait) & 0xf;
+	return unexpected;
+}
+
+/* p's wait is over: its place and parked stack go (a walk for a wait
+ * that turned out short is counted). */
+static __always_inline void wait_done(struct wc_task *t, bool recorded)
+{
+	if (!recorded && t->parked_ustack)
 		count(WC_CNT_WALKS_UNUSED);
 	t->place = WC_PLACES;
 	t->parked_ustack = STACK_NONE;
+}
+
+/*
+ * Charge prev's time since its last switch-out, as it switches out again:
+ * the wait it began then ended when it last arrived on a CPU (the kernel
+ * notes when, in sched_info.last_arrival, on the run queue's clock, which
+ * is ours), and it has run since.  So the switch-in needs no bookkeeping,
+ * and the context switch pays for one task storage lookup, not two.  Run
+ * time well beyond the stretch since the arrival means a switch-out went
+ * unseen (two stints, two waits): the waits then get what the run leaves
+ * of the wall time.  Returns the part of the wait spent asleep.
+ */
+#define UNSEEN_RUN_NS 2000000ULL
+
+static __always_inline __u64 charge(struct task_struct *prev,
+				    struct wc_task *t, __u64 now,
+				    __u64 exec_ns)
+{
+	__u64 arrived = prev->sched_info.last_arrival, start = t->ckpt;
+	__u64 wall = now > start ? now - start : 0;
+	__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
+	__u64 stint = wall, off = 0;
+
+	if (t->state == WC_ONCPU) {
+		/* adopted running: no wait to end */
+	} else if (arrived < start || arrived > now) {
+		count(WC_CNT_SWITCHES_MISSED); /* no end to place */
+	} else {
+		stint = now - arrived;
+		off = arrived - start;
+		if (run > stint + UNSEEN_RUN_NS) {
+			count(WC_CNT_SWITCHES_MISSED);
+			off = wall > run ? wall - run : 0;
+		}
+	}
+	t->time_ns[WC_T_ONCPU] += run;
+	if (stint > run)
+		t->time_ns[WC_T_STEAL] += stint - run;
+	return add_wait(t->time_ns, t->state, 0, off,
+			runq_part(prev, t->rd_ckpt, arrived));
+}
+
+/* When a sleeping thread's wait began, for its switch-in to judge. */
+static __always_inline void mark(struct task_struct *p, __u64 now)
+{
+	__u32 key = p->pid & (MARKS - 1);
+	struct wait_mark *m = bpf_map_lookup_elem(&marks, &key);
+
+	if (m) {
+		m->tid = p->pid;
+		m->since = now;
+	}
 }
 
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
@@ -839,98 +1000,79 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				       unsigned int prev_state)
 {
 	struct wc_task *t = bpf_task_storage_get(&tasks, prev, 0, 0);
-	__u64 exec_ns = prev->se.sum_exec_runtime;
+	__u64 exec_ns = prev->se.sum_exec_runtime, slept;
 	bool dead = prev_state & K_TASK_DEAD;
 	__u32 state = preempt ? WC_RUNQ : state_of(prev_state);
-	__u64 start;
 
 	if (!t) {
-		/* First sight: time before now is not ours to know. */
-		if (!dead)
-			create(prev, now, state);
-		return;
+		/* storage cannot be made for a thread that is exiting */
+		if (dead) {
+			emit_first_exit(prev, now);
+			return;
+		}
+		/* one that began before we looked starts now, charged nothing */
+		t = first_sight(prev, now, WC_ONCPU, true);
+		if (!t)
+			return;
 	}
 	begin_write(t);
-	start = t->ckpt;
-	if (t->state != WC_ONCPU) {
-		/* switched in unseen: the kernel noted when */
-		__u64 arrived = prev->sched_info.last_arrival;
-
-		if (arrived > start && arrived <= now) {
-			add_wait(t->time_ns, t->state, start, arrived,
-				 runq_part(prev, t->rd_ckpt, arrived));
-			start = arrived;
-		}
-		count(WC_CNT_SWITCHES_MISSED);
-	}
-	add_run(t->time_ns, start, now, t->exec_ns, exec_ns);
+	slept = charge(prev, t, now, exec_ns);
 	t->rd_ckpt = prev->sched_info.run_delay;
 	enter(t, dead ? WC_DEAD : state, now, exec_ns);
 	end_write(t);
+	/* a wait its switch-in did not look at was short: learn it here */
+	if (t->place < WC_PLACES) {
+		learn(t, slept >= min_block_ns);
+		wait_done(t, false);
+	}
 	/* a stack parked for a wait whose end went unseen is not this one's */
 	t->parked_ustack = STACK_NONE;
 	if (dead) {
 		settle_owed(prev, t, STACK_NONE);
 		emit_exit(prev, t);
-	} else if (stacks_enabled &&
-		   (state == WC_SLEEP || state == WC_BLOCKED)) {
-		park(ctx, prev, t);
+		return;
 	}
+	if (!stacks_enabled)
+		return;
+	mark(prev, now);
+	if (state == WC_SLEEP || state == WC_BLOCKED)
+		park(ctx, prev, t);
 }
 
 /*
- * A thread seen for the first time as it switches in.  One that never ran
- * (no run time yet) is new: its wait in the run queue since the kernel
- * queued it is its first time, and is charged.  Any other began before we
- * looked, and starts now.
+ * With stacks, a wait that ends long is recorded now, while its kernel
+ * stack is still there to walk.  A wait the marks show to be short is not
+ * looked at (its switch-out will learn from it); nor, without stacks, is
+ * any: the switch-out charges everything.
  */
-static __always_inline struct wc_task *first_in(struct task_struct *next,
-						__u64 now)
-{
-	__u64 queued = next->sched_info.last_queued;
-
-	if (next->se.sum_exec_runtime == 0 && queued && queued < now)
-		return create(next, queued, WC_RUNQ);
-	create(next, now, WC_ONCPU);
-	return NULL;
-}
-
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
-	struct wc_task *t = bpf_task_storage_get(&tasks, next, 0, 0);
-	__u64 exec_ns = next->se.sum_exec_runtime;
-	__u64 slept = 0, rq;
-	__u32 st;
+	__u32 key = next->pid & (MARKS - 1), st;
+	struct wait_mark *m;
+	struct wc_task *t;
+	__u64 wall, rq, slept;
+	bool long_wait, unexpected;
 
-	if (!t) {
-		t = first_in(next, now);
-		if (!t)
-			return;
-	}
-	begin_write(t);
+	if (!stacks_enabled)
+		return;
+	m = bpf_map_lookup_elem(&marks, &key);
+	if (m && m->tid == next->pid && now >= m->since &&
+	    now - m->since < min_block_ns)
+		return;
+	t = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (!t)
+		return;
 	st = t->state;
+	if (st != WC_SLEEP && st != WC_BLOCKED)
+		return;
+	wall = now > t->ckpt ? now - t->ckpt : 0;
 	rq = runq_part(next, t->rd_ckpt, now);
-	if (st == WC_ONCPU) {
-		/* switched out unseen: run time is the kernel's, the run
-		 * queue's is schedstat's, the rest slept */
-		__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
-		__u64 wall = now > t->ckpt ? now - t->ckpt : 0;
-		__u64 off = wall > run ? wall - run : 0;
-
-		t->time_ns[WC_T_ONCPU] += run;
-		t->time_ns[WC_T_RUNQ] += rq < off ? rq : off;
-		if (off > rq)
-			t->time_ns[WC_T_SLEEP] += off - rq;
-		count(WC_CNT_SWITCHES_MISSED);
-	} else {
-		slept = add_wait(t->time_ns, st, t->ckpt, now, rq);
-	}
-	/* what run_delay will read once the kernel has counted this wait */
-	t->rd_ckpt += rq;
-	enter(t, WC_ONCPU, now, exec_ns);
-	end_write(t);
-	if (stacks_enabled && (st == WC_SLEEP || st == WC_BLOCKED))
-		end_wait(next, t, st, slept);
+	slept = wall > rq ? wall - rq : 0;
+	long_wait = slept >= min_block_ns;
+	unexpected = learn(t, long_wait);
+	if (long_wait)
+		record_wait(next, t, st, slept, t->parked_ustack, unexpected);
+	wait_done(t, long_wait);
 }
 
 SEC("tp_btf/sched_switch")
@@ -1011,8 +1153,13 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 	struct wc_task *t = NULL;
 	__u64 n;
 
-	if (task->pid != 0 && profiled(task))
+	if (task->pid != 0 && profiled(task)) {
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
+		/* running since before any switch-out we saw */
+		if (!t && !(task->flags & K_PF_EXITING))
+			t = first_sight(task, rq_clock_of(task), WC_ONCPU,
+					true);
+	}
 	n = ticks(ctx, t ? t->id : 0);
 	if (task->pid == 0) {
 		count(WC_CNT_IDLE_SAMPLES);
@@ -1040,18 +1187,18 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
 	unsigned int st = BPF_CORE_READ(task, __state);
 
 	if (BPF_CORE_READ(task, on_cpu))
-		return create(task, rq_clock_of(task), WC_ONCPU);
-	return create(task, rq_clock_of(bpf_get_current_task_btf()),
-		      state_of(st));
+		return first_sight(task, rq_clock_of(task), WC_ONCPU, true);
+	return first_sight(task, rq_clock_of(bpf_get_current_task_btf()),
+			   state_of(st), false);
 }
 
 /*
- * Bring a waiting thread's copy up to now.  If it is in fact running, its
- * switch-in went unseen: the wait ended at sched_info.last_arrival and it
- * has run since, exactly as switch_out() will rebuild it.  Charging the
- * whole stretch as waiting instead would report wait time that the switch
- * out then turns into run time, and a counter that was ahead can only
- * stay ahead: the group would show more time than it had.
+ * Bring a waiting thread's copy up to now.  If it is in fact running, the
+ * wait ended at sched_info.last_arrival and it has run since, exactly as
+ * its switch-out will charge it.  Charging the whole stretch as waiting
+ * instead would report wait time that the switch-out then turns into run
+ * time, and a counter that was ahead can only stay ahead: the group would
+ * show more time than it had.
  */
 static __always_inline void charge_waiting(struct task_struct *task,
 					   struct wc_task_rec *r, __u32 st,
@@ -1062,9 +1209,13 @@ static __always_inline void charge_waiting(struct task_struct *task,
 
 	if (task->on_cpu)
 		arrived = task->sched_info.last_arrival;
-	if (arrived > ckpt && arrived <= now) {
-		add_wait(r->time_ns, st, ckpt, arrived,
-			 runq_part(task, rd_ckpt, arrived));
+	/* running: its wait ended at the arrival, or (an arrival before the
+	 * checkpoint, on another CPU's clock) had ended already, as its
+	 * switch-out will find */
+	if (arrived && arrived <= now) {
+		if (arrived > ckpt)
+			add_wait(r->time_ns, st, ckpt, arrived,
+				 runq_part(task, rd_ckpt, arrived));
 		add_run(r->time_ns, 0, 0, exec_ns, task->se.sum_exec_runtime);
 		return;
 	}

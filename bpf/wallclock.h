@@ -76,7 +76,7 @@ enum wc_counter {
 	WC_CNT_EXITS,	       /* threads that died while profiled */
 	WC_CNT_EXITS_DROPPED,  /* final records lost to a full exit ring */
 	WC_CNT_TORN_READS,     /* iterator gave up on a thread being updated */
-	WC_CNT_SWITCHES_MISSED, /* switches never seen, rebuilt from sched_info */
+	WC_CNT_SWITCHES_MISSED, /* switch-outs with no arrival since the last */
 	WC_CNT_STACKS_FULL,	/* a new stack found the stack table full */
 	WC_CNT_STACK_COUNTS_FULL, /* a new (process, stack) found its table full */
 	WC_CNT_STACK_ERRORS,	  /* the kernel could not walk a stack */

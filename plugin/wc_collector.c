@@ -50,6 +50,15 @@ struct wc_collector {
 	unsigned char iter_buf[ITER_BUF_BYTES + REC_BYTES];
 };
 
+
+/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns and task start times. */
+static __u64 mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
 static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
 {
 	return d[cap / 32].effective & (1u << (cap % 32));
@@ -146,6 +155,7 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
 	c->skel->rodata->stacks_enabled = o->stacks;
 	c->skel->rodata->min_block_ns = (__u64)o->min_block_us * 1000;
+	c->skel->rodata->load_mono_ns = mono_now_ns();
 	rc = size_stacks(c, o);
 	if (rc)
 		return wc_err(err, errlen, "sizing the stack tables failed: %s",
@@ -504,11 +514,7 @@ bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 
 void wc_collector_new_window(struct wc_collector *c)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	c->skel->bss->window_start_ns =
-		(__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+	c->skel->bss->window_start_ns = mono_now_ns();
 }
 
 void wc_collector_counters(const struct wc_collector *c,
