@@ -1010,7 +1010,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			emit_first_exit(prev, now);
 			return;
 		}
-		/* one that began before we looked starts now, charged nothing */
+		/* one that began before we looked starts now, at no charge */
 		t = first_sight(prev, now, WC_ONCPU, true);
 		if (!t)
 			return;

@@ -131,8 +131,8 @@ static struct memo_frame *frame_slot(const struct wc_memo *m, uint32_t who,
 	uint64_t h = (addr ^ ((uint64_t)who << 40)) * 0x9e3779b97f4a7c15ULL;
 	uint32_t i = (uint32_t)(h >> 32) & m->frame_mask;
 
-	while (m->frames[i].addr &&
-	       (m->frames[i].addr != addr || (m->frames[i].who & ~NAMED) != who))
+	while (m->frames[i].addr && (m->frames[i].addr != addr ||
+				     (m->frames[i].who & ~NAMED) != who))
 		i = (i + 1) & m->frame_mask;
 	return &m->frames[i];
 }
@@ -167,8 +167,8 @@ bool wc_memo_frame_put(struct wc_memo *m, uint32_t pid, uint64_t addr,
 	if (!e->addr) {
 		if (m->nframes >= m->max_frames) {
 			/* the walk has moved on to other processes */
-			memset(m->frames, 0,
-			       ((size_t)m->frame_mask + 1) * sizeof(*m->frames));
+			memset(m->frames, 0, ((size_t)m->frame_mask + 1) *
+						     sizeof(*m->frames));
 			m->nframes = 0;
 			m->st.frame_clears++;
 			e = frame_slot(m, who, addr);
