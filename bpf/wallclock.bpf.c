@@ -13,8 +13,8 @@
  * spent in the run queue, the rest asleep (or blocked), so no wake-up hook
  * is needed, and the switch-in has no bookkeeping to do: one task storage
  * lookup per switch.  With stacks on, a switch-in looks at its thread only
- * if its wait may have been long (a table of when waits began says), to
- * walk the kernel stack it waited in.
+ * if its wait may have been long (the kernel's times of its last arrival
+ * and wake-up say), to walk the kernel stack it waited in.
  *
  * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
  * event happens on, the value the scheduler has just updated and uses for
@@ -95,8 +95,13 @@ struct wc_place {
 	__u32 hist; /* last 4 waits from here, newest in bit 0: 1 = long */
 };
 
+/*
+ * The fields every switch-out touches come first: the kernel keeps a task
+ * storage value at the start of a cache line (after one pointer), so
+ * they fill two lines, and the rest is read only when stacks are walked
+ * or the iterator looks.
+ */
 struct wc_task {
-	__u64 id;
 	__u32 seq;     /* odd while being charged */
 	__u32 state;   /* enum wc_state */
 	__u64 ckpt;    /* rq->clock when the state was entered */
@@ -105,25 +110,30 @@ struct wc_task {
 	 * checkpoint, counting a wait in the run queue that is under way:
 	 * what it grows by is the run-queue part of a wait. */
 	__u64 rd_ckpt;
+	__u32 place;	/* index of the place the current wait began at */
+	__u8 loud;	/* places whose hist has a long wait, one bit each */
+	__u8 learned;	/* a wait of this thread has been learned from */
+	__u16 pad;
+	/* the user stack walked as the current wait began, stored in
+	 * `stacks` (user space keeps it while a thread has it parked) */
+	__u64 parked_ustack;
 	__u64 time_ns[WC_NSLOTS];
+	__u64 id;
 	__u64 samples;
 	/* se.sum_exec_runtime at the thread's last sample: a sample's stack
 	 * is weighted with the run time since, so each thread's stacks add
 	 * up to its own run time, whatever the sampling luck of others. */
 	__u64 sample_exec_ns;
 	struct wc_place places[WC_PLACES];
-	__u32 place;	/* index of the place the current wait began at */
 	__u32 last_place; /* where the previous wait began: likely again */
-	/* the user stack walked as the current wait began, stored in
-	 * `stacks` (user space keeps it while a thread has it parked) */
-	__u64 parked_ustack;
+	__u32 owed_key;
 	/* A long wait from a place that had only short ones lately: its user
 	 * stack was not taken, so the next sleep from the same place lends
 	 * its own (same system call, same stack depth: same call site). */
 	__u64 owed_ns;
 	__u64 owed_kstack;
 	__u32 owed_kind;
-	__u32 owed_key;
+	__u32 pad2;
 };
 
 struct {
@@ -231,28 +241,6 @@ struct {
 	__type(value, struct texts);
 } texts SEC(".maps");
 
-
-/*
- * When each sleeping thread began its wait, in a table indexed by thread
- * id, so that the switch-in of a thread whose wait was short (most of
- * them: a pipe, a futex handed over) can tell without looking up its task
- * storage.  Two threads that share a slot make the later one look long,
- * which only costs the lookup.
- */
-#define MARKS 65536
-
-struct wait_mark {
-	__u32 tid;
-	__u32 pad;
-	__u64 since;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, MARKS);
-	__type(key, __u32);
-	__type(value, struct wait_mark);
-} marks SEC(".maps");
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
@@ -573,18 +561,21 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t)
 	return BPF_CORE_READ((struct rq *)rq, clock);
 }
 
+/* Storage for a thread, in state since ckpt, with the kernel's run time
+ * and run-queue total as of then. */
 static __always_inline struct wc_task *create(struct task_struct *task,
-					      __u64 now, __u32 state)
+					      __u64 ckpt, __u32 state,
+					      __u64 exec_ns, __u64 rd_ckpt)
 {
 	struct wc_task init = {};
 	struct wc_task *t;
 
 	init.id = __sync_fetch_and_add(&next_id, 1) + 1;
 	init.state = state;
-	init.ckpt = now;
-	init.exec_ns = task->se.sum_exec_runtime;
-	init.sample_exec_ns = init.exec_ns;
-	init.rd_ckpt = task->sched_info.run_delay;
+	init.ckpt = ckpt;
+	init.exec_ns = exec_ns;
+	init.sample_exec_ns = exec_ns;
+	init.rd_ckpt = rd_ckpt;
 	init.place = WC_PLACES;
 	t = bpf_task_storage_get(&tasks, task, &init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -598,30 +589,21 @@ static __always_inline struct wc_task *create(struct task_struct *task,
  * iterator), in state at now.  One started since we loaded and running
  * (for the first time: any switch-out would have met it) is ours from its
  * first stay in the run queue: it waited run_delay for the arrival and
- * has run since.  Any other starts now (one the iterator finds queued and
- * never run loses the microseconds it has waited so far).
+ * has run since, from nothing.  Any other starts now (one the iterator
+ * finds queued and never run loses the microseconds it has waited so
+ * far).
  */
 static __always_inline struct wc_task *first_sight(struct task_struct *task,
 						   __u64 now, __u32 state,
 						   bool running)
 {
-	__u64 rd = task->sched_info.run_delay, since = 0;
+	__u64 rd = task->sched_info.run_delay;
 	__u64 arrived = task->sched_info.last_arrival;
-	struct wc_task *t;
 
-	if (!load_mono_ns || task->start_time < load_mono_ns)
-		return create(task, now, state);
-	if (running && arrived >= rd && arrived <= now)
-		since = arrived - rd;
-	if (!since)
-		return create(task, now, state);
-	t = create(task, since, WC_RUNQ);
-	if (t) {
-		t->exec_ns = 0;
-		t->sample_exec_ns = 0;
-		t->rd_ckpt = 0;
-	}
-	return t;
+	if (load_mono_ns && task->start_time >= load_mono_ns && running &&
+	    arrived > rd && arrived <= now)
+		return create(task, arrived - rd, WC_RUNQ, 0, 0);
+	return create(task, now, state, task->se.sum_exec_runtime, rd);
 }
 
 static __always_inline __u32 slot(__u32 st)
@@ -648,14 +630,20 @@ static __always_inline __u64 runq_part(struct task_struct *task,
 	return rd > rd_ckpt ? rd - rd_ckpt : 0;
 }
 
+/* What a wait of wall nanoseconds, rq of them in the run queue (from
+ * runq_part), spent asleep: a thread that went to sleep slept until it
+ * was woken, and waited for a CPU from then on. */
+static __always_inline __u64 slept_part(__u64 wall, __u64 rq)
+{
+	return wall > rq ? wall - rq : 0;
+}
+
 /* Charge an off-CPU stretch [from, to] that began in state st, rq of it in
- * the run queue (from runq_part): a thread that went to sleep slept until
- * it was woken, and waited for a CPU from then on.  Returns the part
- * slept. */
+ * the run queue.  Returns the part slept. */
 static __always_inline __u64 add_wait(__u64 *times, __u32 st, __u64 from,
 				      __u64 to, __u64 rq)
 {
-	__u64 wall = to > from ? to - from : 0;
+	__u64 wall = to > from ? to - from : 0, slept;
 
 	if (st == WC_RUNQ) {
 		times[WC_T_RUNQ] += wall;
@@ -663,11 +651,10 @@ static __always_inline __u64 add_wait(__u64 *times, __u32 st, __u64 from,
 	}
 	if (st != WC_SLEEP && st != WC_BLOCKED)
 		return 0;
-	if (rq > wall)
-		rq = wall;
-	times[WC_T_RUNQ] += rq;
-	times[slot(st)] += wall - rq;
-	return wall - rq;
+	slept = slept_part(wall, rq);
+	times[WC_T_RUNQ] += wall - slept;
+	times[slot(st)] += slept;
+	return slept;
 }
 
 /* Charge an on-CPU stretch: the kernel's run time, and steal for the rest
@@ -796,7 +783,12 @@ static __always_inline void emit_first_exit(struct task_struct *task,
  * stack of the thread's next sleep from the same place (walked anyway,
  * now that the place has had a long wait); if the thread dies first, or
  * has another such wait, it goes without one, counted
- * (offcpu_user_missed).
+ * (offcpu_user_missed).  A thread none of whose places has had a long
+ * wait lately is quiet: its switch-out does not even find the place (a
+ * pt_regs lookup, a hash, a scan), which is most of what stacks cost a
+ * pipe or a lock hand-off.  Should one of its waits be long after all,
+ * the switch-in finds the place from the same saved user registers, and
+ * the wait is owed like any unexpected one.
  */
 static __always_inline __u32 place_key(struct pt_regs *regs)
 {
@@ -805,6 +797,18 @@ static __always_inline __u32 place_key(struct pt_regs *regs)
 	__u32 k = (__u32)(h >> 32) ^ (__u32)h;
 
 	return k ? k : 1;
+}
+
+/* Set place i's history, and whether the thread has a loud place. */
+static __always_inline void set_hist(struct wc_task *t, __u32 i, __u32 hist)
+{
+	opaque(i);
+	i &= WC_PLACES - 1;
+	t->places[i].hist = hist;
+	if (hist)
+		t->loud |= 1u << i;
+	else
+		t->loud &= ~(1u << i);
 }
 
 /* The place with this key, or a slot to reuse for it: an unused one, else
@@ -826,7 +830,7 @@ static __always_inline __u32 find_place(struct wc_task *t, __u32 key)
 	if (pick == WC_PLACES)
 		pick = (__u32)(t->id + t->seq) % WC_PLACES;
 	t->places[pick & (WC_PLACES - 1)].key = key;
-	t->places[pick & (WC_PLACES - 1)].hist = 1;
+	set_hist(t, pick, 1);
 	return pick & (WC_PLACES - 1);
 }
 
@@ -884,6 +888,20 @@ static __always_inline void park(void *ctx, struct task_struct *prev,
 	t->parked_ustack = uh;
 }
 
+/* The place a thread that was not parked waited at, from the user
+ * registers its system call saved (unchanged until it returns). */
+static __always_inline void unparked_place(struct wc_task *t,
+					   struct task_struct *p)
+{
+	struct pt_regs *regs;
+
+	if (p->flags & K_PF_KTHREAD)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	if (regs)
+		t->place = find_place(t, place_key(regs));
+}
+
 /* A long wait of p that just ended: its kernel stack now, its user stack
  * from where it was parked, or owed (unexpected) or none (never seen going
  * to sleep).  A wait that began before the window the plugin is filling
@@ -929,7 +947,8 @@ static __always_inline bool learn(struct wc_task *t, bool long_wait)
 	opaque(i);
 	i &= WC_PLACES - 1;
 	unexpected = t->places[i].hist == 0;
-	t->places[i].hist = (t->places[i].hist << 1 | long_wait) & 0xf;
+	set_hist(t, i, (t->places[i].hist << 1 | long_wait) & 0xf);
+	t->learned = 1;
 	return unexpected;
 }
 
@@ -983,18 +1002,6 @@ static __always_inline __u64 charge(struct task_struct *prev,
 			runq_part(prev, t->rd_ckpt, arrived));
 }
 
-/* When a sleeping thread's wait began, for its switch-in to judge. */
-static __always_inline void mark(struct task_struct *p, __u64 now)
-{
-	__u32 key = p->pid & (MARKS - 1);
-	struct wait_mark *m = bpf_map_lookup_elem(&marks, &key);
-
-	if (m) {
-		m->tid = p->pid;
-		m->since = now;
-	}
-}
-
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				       __u64 now, bool preempt,
 				       unsigned int prev_state)
@@ -1034,30 +1041,34 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	}
 	if (!stacks_enabled)
 		return;
-	mark(prev, now);
-	if (state == WC_SLEEP || state == WC_BLOCKED)
+	if ((state == WC_SLEEP || state == WC_BLOCKED) &&
+	    !(t->learned && !t->loud))
 		park(ctx, prev, t);
 }
 
 /*
  * With stacks, a wait that ends long is recorded now, while its kernel
- * stack is still there to walk.  A wait the marks show to be short is not
- * looked at (its switch-out will learn from it); nor, without stacks, is
- * any: the switch-out charges everything.
+ * stack is still there to walk.  Most waits are short, and the kernel's
+ * own fields say so without a look at the task storage: a wait began
+ * after the thread's last arrival and was slept until it was queued
+ * (sched_info.last_queued, still set at the tracepoint, as last_arrival
+ * is not yet moved), so it slept at most the time between them.  A wait
+ * not looked at here is learned from at the thread's next switch-out;
+ * without stacks none is: the switch-out charges everything.
  */
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
-	__u32 key = next->pid & (MARKS - 1), st;
-	struct wait_mark *m;
+	__u64 arrived = next->sched_info.last_arrival, woken, wall, slept;
+	bool long_wait, unexpected, parked;
 	struct wc_task *t;
-	__u64 wall, rq, slept;
-	bool long_wait, unexpected;
+	__u32 st;
 
 	if (!stacks_enabled)
 		return;
-	m = bpf_map_lookup_elem(&marks, &key);
-	if (m && m->tid == next->pid && now >= m->since &&
-	    now - m->since < min_block_ns)
+	woken = next->sched_info.last_queued;
+	if (!woken || woken > now)
+		woken = now;
+	if (woken >= arrived && woken - arrived < min_block_ns)
 		return;
 	t = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!t)
@@ -1066,10 +1077,14 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (st != WC_SLEEP && st != WC_BLOCKED)
 		return;
 	wall = now > t->ckpt ? now - t->ckpt : 0;
-	rq = runq_part(next, t->rd_ckpt, now);
-	slept = wall > rq ? wall - rq : 0;
+	slept = slept_part(wall, runq_part(next, t->rd_ckpt, now));
 	long_wait = slept >= min_block_ns;
-	unexpected = learn(t, long_wait);
+	/* quiet at its switch-out: the place is found now, and the wait
+	 * is owed a user stack */
+	parked = t->place < WC_PLACES;
+	if (!parked && long_wait)
+		unparked_place(t, next);
+	unexpected = learn(t, long_wait) || (!parked && t->place < WC_PLACES);
 	if (long_wait)
 		record_wait(next, t, st, slept, t->parked_ustack, unexpected);
 	wait_done(t, long_wait);
