@@ -65,6 +65,21 @@ struct wc_task_rec {
 	char leader_comm[WC_COMM_LEN];
 };
 
+/*
+ * The open-coded walk's arguments (wc_snap, in .bss): it writes the
+ * threads of the processes with lo <= tgid < hi, first those of process
+ * lo from thread resume_tid on if that is set; a full ring stops it at
+ * (stop_tgid, stop_tid), the thread not written (stop_tgid 0: no stop).
+ */
+struct wc_snap_args {
+	__u32 lo;
+	__u32 hi;
+	__u32 resume_tid;
+	__u32 stop_tgid;
+	__u32 stop_tid;
+	__u32 threads; /* records written */
+};
+
 /* Per-CPU event counters, summed by user space.  Only rare paths and samples
  * count here, so the context-switch path pays nothing for them. */
 enum wc_counter {

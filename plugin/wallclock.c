@@ -226,6 +226,9 @@ static void submit_self(void)
 	submit_derive("exits_dropped", s.bpf.v[WC_CNT_EXITS_DROPPED]);
 	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
 	submit_derive("switches_missed", s.bpf.v[WC_CNT_SWITCHES_MISSED]);
+	submit_derive("walk_runs", s.walk.runs);
+	submit_derive("walk_refills", s.walk.refills);
+	submit_derive("walk_failures", s.walk.failures);
 	submit_derive("threads_lost", s.acct.threads_lost);
 	submit_derive("threads_untracked", s.acct.threads_untracked);
 	submit_derive("read_errors", ctx.read_errors);

@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "wc_collector.h" /* before the skeleton: it names our types */
 #include "wallclock.skel.h"
-#include "wc_collector.h"
 #include "wc_log.h"
+#include "wc_walk.h"
 
 #define ITER_BUF_BYTES (64 * 1024)
 #define REC_BYTES sizeof(struct wc_task_rec)
@@ -31,6 +33,9 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
+	struct wc_walk *walk;	/* NULL: the kernel has no open-coded walk */
+	bool walk_failing;	/* logged; quiet until a walk works again */
+	bool can_walk;
 	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
 	uint64_t *weights;
 	uint64_t *hashes;	/* a chunk of a stack table at a time */
@@ -141,6 +146,22 @@ static int size_stacks(struct wc_collector *c,
 		       : -ENOMEM;
 }
 
+/* Whether the kernel has what wc_snap calls (6.7+); if not, it is not
+ * loaded and every read uses the iterator. */
+static bool kernel_can_walk(void)
+{
+	static const char *const need[] = {
+		"bpf_iter_task_new", "bpf_task_from_pid", "bpf_rcu_read_lock"};
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool ok = btf != NULL;
+	size_t i;
+
+	for (i = 0; ok && i < sizeof(need) / sizeof(need[0]); i++)
+		ok = btf__find_by_name_kind(btf, need[i], BTF_KIND_FUNC) >= 0;
+	btf__free(btf);
+	return ok;
+}
+
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 		char *err, size_t errlen)
 {
@@ -166,6 +187,15 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	if (rc)
 		return wc_err(err, errlen, "sizing the exit ring failed: %s",
 			      strerror(-rc));
+	c->can_walk = !o->iterator_only && kernel_can_walk();
+	if (o->walk_ring_kib)
+		rc = bpf_map__set_max_entries(
+			c->skel->maps.snaps,
+			round_pow2((unsigned long)o->walk_ring_kib * 1024));
+	if (rc)
+		return wc_err(err, errlen, "sizing the walk's ring failed: %s",
+			      strerror(-rc));
+	bpf_program__set_autoload(c->skel->progs.wc_snap, c->can_walk);
 	rc = wallclock_bpf__load(c->skel);
 	if (rc == -EPERM)
 		return wc_err(err, errlen,
@@ -315,6 +345,14 @@ int wc_collector_open(const struct wc_collector_opts *o,
 	if (load(c, o, err, errlen) || attach_sched(c, err, errlen) ||
 	    attach_sampler(c, o->sample_hz, err, errlen))
 		goto fail;
+	if (c->can_walk &&
+	    wc_walk_new(bpf_program__fd(c->skel->progs.wc_snap),
+			bpf_map__fd(c->skel->maps.snaps), &c->skel->bss->snap,
+			&c->walk)) {
+		wc_err(err, errlen, "setting up the task walk failed: %s",
+		       strerror(errno));
+		goto fail;
+	}
 	c->exit_ring = ring_buffer__new(bpf_map__fd(c->skel->maps.exits),
 					on_exit_record, c, NULL);
 	if (!c->exit_ring) {
@@ -337,6 +375,8 @@ static void deliver(struct wc_collector *c, size_t *have)
 		struct wc_task_rec rec;
 
 		memcpy(&rec, c->iter_buf + off, REC_BYTES);
+		if (c->walk)
+			wc_walk_note(c->walk, rec.tgid);
 		c->fn(c->arg, &rec);
 		off += REC_BYTES;
 	}
@@ -369,6 +409,28 @@ static int run_iterator(struct wc_collector *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* The open-coded walk where it works and knows where the threads are,
+ * else (a first read, an older kernel, a failed walk) the iterator. */
+static int walk(struct wc_collector *c, char *err, size_t errlen)
+{
+	if (!c->walk)
+		return run_iterator(c, err, errlen);
+	wc_walk_begin(c->walk);
+	if (!wc_walk_planned(c->walk))
+		return run_iterator(c, err, errlen);
+	if (wc_walk_run(c->walk, c->fn, c->arg) == 0) {
+		c->walk_failing = false;
+		return 0;
+	}
+	if (!c->walk_failing)
+		wc_log(WC_LOG_WARN,
+		       "the task walk failed (%s): reading with the task "
+		       "iterator until it works again",
+		       strerror(errno));
+	c->walk_failing = true;
+	return run_iterator(c, err, errlen);
+}
+
 int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen)
 {
@@ -378,7 +440,7 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	c->arg = arg;
 	/* Live threads first: a thread dying meanwhile then has its final
 	 * record after its last live one, never before. */
-	rc = run_iterator(c, err, errlen);
+	rc = walk(c, err, errlen);
 	c->ring_drained = 0;
 	if (ring_buffer__consume(c->exit_ring) < 0 && rc == 0)
 		rc = wc_err(err, errlen, "draining the exit ring: %s",
@@ -537,6 +599,14 @@ double wc_collector_exit_ring_fill(const struct wc_collector *c)
 	return c->ring_bytes ? (double)c->ring_drained / c->ring_bytes : 0;
 }
 
+void wc_collector_walk_stats(const struct wc_collector *c,
+			     struct wc_walk_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c->walk)
+		wc_walk_stats(c->walk, out);
+}
+
 unsigned int wc_collector_ncpus(const struct wc_collector *c)
 {
 	return c->nperf;
@@ -553,6 +623,7 @@ void wc_collector_close(struct wc_collector *c)
 		bpf_link__destroy(c->perf_links[i]);
 	free(c->perf_links);
 	bpf_link__destroy(c->iter_link);
+	wc_walk_free(c->walk);
 	bpf_link__destroy(c->switch_link);
 	wallclock_bpf__destroy(c->skel);
 	free(c->per_cpu);

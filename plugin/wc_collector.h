@@ -7,8 +7,9 @@
  * the stack tables.  wc_collector_close() detaches and frees all of it: no program
  * or link outlives the collector.
  *
- * A poll runs the task iterator (one record per live thread, charged up to
- * now) and then drains the exit ring (final records of threads that died),
+ * A poll walks the live threads (one record per live thread, charged up to
+ * now: by the open-coded walk of wc_walk where the kernel has it, else, and
+ * at the first poll, by the task iterator) and then drains the exit ring (final records of threads that died),
  * handing every record to the caller in that order.  No collectd headers.
  */
 #ifndef WC_COLLECTOR_H
@@ -20,6 +21,7 @@
 #include <stdint.h>
 
 #include "../bpf/wallclock.h"
+#include "wc_walk.h"
 
 struct wc_collector;
 
@@ -30,6 +32,8 @@ struct wc_collector_opts {
 	bool stacks;		    /* capture on-CPU and off-CPU stacks */
 	unsigned int min_block_us;  /* shortest wait recorded with a stack */
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
+	bool iterator_only; /* never the open-coded walk (tests of the other) */
+	unsigned int walk_ring_kib; /* the walk's ring; 0: 1 MiB */
 };
 
 /* Load and attach.  On failure, err says what was refused and what to do
@@ -72,6 +76,10 @@ void wc_collector_counters(const struct wc_collector *c,
 /* How full the exit ring was when the last poll drained it (0..1): near 1
  * means exits are about to be dropped (raise ExitBufferKiB). */
 double wc_collector_exit_ring_fill(const struct wc_collector *c);
+
+/* How the open-coded walk went (all 0 where the kernel has none). */
+void wc_collector_walk_stats(const struct wc_collector *c,
+			     struct wc_walk_stats *out);
 
 /* Number of CPUs sampled. */
 unsigned int wc_collector_ncpus(const struct wc_collector *c);

@@ -207,6 +207,8 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.stacks = cfg->stacks,
 		.min_block_us = cfg->min_block_us,
 		.stack_entries = cfg->stack_entries,
+		.iterator_only = cfg->iterator_only,
+		.walk_ring_kib = cfg->walk_ring_kib,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,
@@ -260,6 +262,7 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 					   : out->acct.processes) /
 			  e->cfg->max_threads;
 	out->ncpus = wc_collector_ncpus(e->collector);
+	wc_collector_walk_stats(e->collector, &out->walk);
 	out->stacks = e->stacks != NULL;
 	if (!e->stacks)
 		return;

@@ -13,7 +13,7 @@ import os
 from wctest import (Collectd, Env, bpf_fd_ids, bpftool_list, case, done,
                     leaked_bpf, require_built, wait_until)
 
-EXPECTED = {"wc_switch", "wc_sample", "wc_iter"}
+EXPECTED = {"wc_switch", "wc_sample", "wc_iter", "wc_snap"}
 ROUNDS = 3
 
 # The README's table of self metrics, as type-instance.
@@ -21,7 +21,8 @@ SELF_METRICS = [
     "derive-samples", "derive-samples_late", "derive-idle_samples",
     "derive-samples_lost", "derive-storage_failed", "derive-exits",
     "derive-exits_dropped", "derive-threads_lost", "derive-threads_untracked",
-    "derive-torn_reads", "derive-switches_missed", "derive-read_errors",
+    "derive-torn_reads", "derive-switches_missed", "derive-walk_runs",
+    "derive-walk_refills", "derive-walk_failures", "derive-read_errors",
     "gauge-threads", "gauge-processes", "gauge-groups",
     "gauge-processes_waiting", "gauge-cpus", "percent-exit_ring_fill",
     "percent-table_fill", "duration-read",

@@ -1,0 +1,188 @@
+/* wc_walk.c - see wc_walk.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "wc_walk.h"
+
+#define PID_SPAN (1u << 22) /* PID_MAX_LIMIT on 64-bit: no tgid above */
+#define BUCKET_SHIFT 8	    /* 256 process ids a bucket */
+#define NBUCKETS (PID_SPAN >> BUCKET_SHIFT)
+#define SPLITS 64 /* ranges pending after stops, at most */
+
+struct range {
+	uint32_t lo, hi;
+	uint32_t resume; /* a thread of process lo to go on from, or 0 */
+};
+
+struct wc_walk {
+	int prog_fd;
+	struct wc_snap_args *args;
+	struct ring_buffer *ring;
+	uint32_t *counts; /* NBUCKETS: threads met per bucket, this walk */
+	uint64_t noted;
+	uint32_t *bounds; /* NBUCKETS + 1: the plan's range bounds */
+	uint32_t nbounds; /* 0: no plan */
+	wc_walk_fn fn;	  /* valid during a walk */
+	void *arg;
+	struct wc_walk_stats stats;
+};
+
+static int on_rec(void *ctx, void *data, size_t size)
+{
+	struct wc_walk *w = ctx;
+	const struct wc_task_rec *r = data;
+
+	if (size < sizeof(*r))
+		return 0;
+	wc_walk_note(w, r->tgid);
+	w->fn(w->arg, r);
+	return 0;
+}
+
+int wc_walk_new(int prog_fd, int ring_fd, struct wc_snap_args *args,
+		struct wc_walk **out)
+{
+	struct wc_walk *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -1;
+	w->prog_fd = prog_fd;
+	w->args = args;
+	w->counts = calloc(NBUCKETS, sizeof(*w->counts));
+	w->bounds = calloc(NBUCKETS + 1, sizeof(*w->bounds));
+	w->ring = ring_buffer__new(ring_fd, on_rec, w, NULL);
+	if (!w->counts || !w->bounds || !w->ring) {
+		wc_walk_free(w);
+		return -1;
+	}
+	*out = w;
+	return 0;
+}
+
+bool wc_walk_planned(const struct wc_walk *w)
+{
+	return w->nbounds > 1;
+}
+
+void wc_walk_note(struct wc_walk *w, uint32_t tgid)
+{
+	uint32_t b = tgid >> BUCKET_SHIFT;
+
+	w->counts[b < NBUCKETS ? b : NBUCKETS - 1]++;
+	w->noted++;
+}
+
+/* Cut the process-id space where the threads met add up to a range's
+ * worth: dense buckets alone, sparse ones together. */
+static void plan(struct wc_walk *w)
+{
+	uint32_t b, acc = 0, n = 0;
+
+	w->nbounds = 0;
+	if (!w->noted)
+		return;
+	w->bounds[n++] = 0;
+	for (b = 0; b + 1 < NBUCKETS; b++) {
+		acc += w->counts[b];
+		if (acc >= WC_WALK_THREADS) {
+			w->bounds[n++] = (b + 1) << BUCKET_SHIFT;
+			acc = 0;
+		}
+	}
+	w->bounds[n++] = UINT32_MAX;
+	w->nbounds = n;
+}
+
+void wc_walk_begin(struct wc_walk *w)
+{
+	plan(w);
+	memset(w->counts, 0, NBUCKETS * sizeof(*w->counts));
+	w->noted = 0;
+}
+
+/* One run of the program over r; stop->lo is 0 unless a full ring cut
+ * it short at process stop->lo, thread stop->resume. */
+static int run(struct wc_walk *w, struct range r, struct range *stop)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+
+	w->args->lo = r.lo;
+	w->args->hi = r.hi;
+	w->args->resume_tid = r.resume;
+	w->stats.runs++;
+	if (bpf_prog_test_run_opts(w->prog_fd, &o))
+		return -1;
+	if (o.retval) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	if (ring_buffer__consume(w->ring) < 0)
+		return -1;
+	stop->lo = w->args->stop_tgid;
+	stop->resume = w->args->stop_tid;
+	return 0;
+}
+
+/* Run one planned range to the end: after a stop, the rest of the process
+ * it stopped in, then the processes on either side of it again. */
+static int run_range(struct wc_walk *w, struct range first)
+{
+	struct range todo[SPLITS], r, s;
+	uint32_t n = 0;
+
+	todo[n++] = first;
+	while (n > 0) {
+		r = todo[--n];
+		if (run(w, r, &s))
+			return -1;
+		if (!s.lo)
+			continue;
+		w->stats.refills++;
+		if (n + 3 > SPLITS) {
+			errno = ENOSPC;
+			return -1;
+		}
+		if (s.lo + 1 < r.hi)
+			todo[n++] = (struct range){s.lo + 1, r.hi, 0};
+		if (r.lo < s.lo)
+			todo[n++] = (struct range){r.lo, s.lo, 0};
+		todo[n++] = (struct range){s.lo, s.lo + 1, s.resume};
+	}
+	return 0;
+}
+
+int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg)
+{
+	uint32_t i;
+	int rc = 0;
+
+	w->fn = fn;
+	w->arg = arg;
+	for (i = 0; i + 1 < w->nbounds && rc == 0; i++)
+		rc = run_range(w, (struct range){w->bounds[i],
+						 w->bounds[i + 1], 0});
+	w->fn = NULL;
+	w->arg = NULL;
+	if (rc)
+		w->stats.failures++;
+	return rc;
+}
+
+void wc_walk_stats(const struct wc_walk *w, struct wc_walk_stats *out)
+{
+	*out = w->stats;
+}
+
+void wc_walk_free(struct wc_walk *w)
+{
+	if (!w)
+		return;
+	ring_buffer__free(w->ring);
+	free(w->counts);
+	free(w->bounds);
+	free(w);
+}

@@ -1,0 +1,57 @@
+/*
+ * wc_walk.h - the open-coded task walk (the BPF program wc_snap), run
+ * range by range.
+ *
+ * Owns: the plan of process-id ranges the walk runs over, drawn from a
+ * histogram of the threads the last walk met so that each range holds
+ * about WC_WALK_THREADS of them (a run does not give up its CPU, so no
+ * run may be long), the reader of the ring the runs write into, and the
+ * list of ranges still to run when a full ring cut a run short.  A thread
+ * may be handed over twice in one walk (a range run again after a stop):
+ * records are cumulative, so that costs nothing.  No collectd headers.
+ */
+#ifndef WC_WALK_H
+#define WC_WALK_H
+
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../bpf/wallclock.h"
+
+#define WC_WALK_THREADS 2048
+
+struct wc_walk;
+
+struct wc_walk_stats {
+	uint64_t runs;	   /* of the program, one per range or more */
+	uint64_t refills;  /* runs a full ring cut short */
+	uint64_t failures; /* walks given up (the iterator read instead) */
+};
+
+typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *rec);
+
+/* prog_fd: wc_snap; ring_fd: its ring; args: its .bss arguments. */
+int wc_walk_new(int prog_fd, int ring_fd, struct wc_snap_args *args,
+		struct wc_walk **out);
+
+/* Whether a walk knows where the threads are (a first walk, or one after
+ * wc_walk_note saw none, would run blind: use the iterator then). */
+bool wc_walk_planned(const struct wc_walk *w);
+
+/* A thread of process tgid seen by another walk, for the next plan. */
+void wc_walk_note(struct wc_walk *w, uint32_t tgid);
+
+/* Start a new histogram (the walk's own records feed it too) and plan
+ * from the last one. */
+void wc_walk_begin(struct wc_walk *w);
+
+/* Every live thread's record to fn.  -1 (errno set) if the kernel refused
+ * a run or the ring kept filling: records handed over so far stay valid,
+ * and the caller walks again some other way. */
+int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg);
+
+void wc_walk_stats(const struct wc_walk *w, struct wc_walk_stats *out);
+void wc_walk_free(struct wc_walk *w);
+
+#endif /* WC_WALK_H */
