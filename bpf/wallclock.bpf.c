@@ -1280,8 +1280,10 @@ static __always_inline bool snapshot(struct task_struct *task,
 }
 
 /* The record of one live thread, brought up to now; false if there is
- * none to give (not profiled, no storage, torn, or dead already). */
-static __always_inline bool thread_rec(struct task_struct *task,
+ * none to give (not profiled, no storage, torn, or dead already).  A
+ * function of its own, not inlined: inside the open-coded walk's loops
+ * the verifier took 1.4 s over the inlined body, and 0.1 s over this. */
+static __noinline bool thread_rec(struct task_struct *task,
 				       struct wc_task_rec *r)
 {
 	struct wc_task *t;

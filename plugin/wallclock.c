@@ -197,6 +197,8 @@ static void submit_stack_self(const struct wc_self_stats *s)
 	submit_derive("frames_named", s->flush.frames_named);
 	submit_derive("symbol_cache_hits", s->flush.sym_hits);
 	submit_derive("symbol_cache_misses", s->flush.sym_misses);
+	submit_derive("flush_memo_hits", s->flush.memo_hits);
+	submit_derive("flush_memo_misses", s->flush.memo_misses);
 	submit_derive("spool_files", s->flush.files_written);
 	submit_derive("spool_write_errors", s->flush.write_errors);
 	submit_gauge("window_stacks", s->window.stacks);

@@ -504,6 +504,7 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 {
 	struct wc_spool_stats sp = {0};
 	struct wc_sym_stats sy;
+	struct wc_memo_stats me;
 
 	*out = f->stats;
 	if (f->spool)
@@ -515,4 +516,7 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 	out->sym_hits = sy.module_hits;
 	out->sym_misses = sy.module_misses;
 	out->sym_bytes = sy.bytes;
+	wc_memo_get_stats(f->memo, &me);
+	out->memo_hits = me.frame_hits + me.stack_hits;
+	out->memo_misses = me.frame_misses + me.stack_misses;
 }

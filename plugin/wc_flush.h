@@ -37,6 +37,8 @@ struct wc_flush_stats {
 	uint64_t sym_hits; /* the symbolizer's module cache */
 	uint64_t sym_misses;
 	uint64_t sym_bytes;
+	uint64_t memo_hits; /* frames and kernel stacks folded once per flush */
+	uint64_t memo_misses;
 };
 
 struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,

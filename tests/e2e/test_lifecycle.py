@@ -35,6 +35,7 @@ SELF_METRICS = [
     "derive-window_weights_dropped", "derive-window_stacks_dropped",
     "derive-stacks_lost", "derive-frames", "derive-frames_named",
     "derive-symbol_cache_hits", "derive-symbol_cache_misses",
+    "derive-flush_memo_hits", "derive-flush_memo_misses",
     "derive-spool_files", "derive-spool_write_errors", "gauge-window_stacks",
     "gauge-flush_lines", "bytes-symbol_cache", "bytes-spool",
 ]
