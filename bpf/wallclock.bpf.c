@@ -1033,7 +1033,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		wait_done(t, false);
 	}
 	/* a stack parked for a wait whose end went unseen is not this one's */
-	t->parked_ustack = STACK_NONE;
+	if (t->parked_ustack)
+		t->parked_ustack = STACK_NONE;
 	if (dead) {
 		settle_owed(prev, t, STACK_NONE);
 		emit_exit(prev, t);
@@ -1094,7 +1095,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
-	bool out = profiled(prev), in = profiled(next);
+	/* without stacks a switch-in has nothing to do */
+	bool out = profiled(prev), in = stacks_enabled && profiled(next);
 	__u64 now;
 
 	/* kernel threads and idle, when not profiled, pay for nothing more */
