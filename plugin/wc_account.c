@@ -299,6 +299,11 @@ static void add_delta(struct wc_account *a, struct proc *p,
 	p->d_samples += forward(a, r->samples, last_samples);
 }
 
+void wc_account_prefetch(const struct wc_account *a, uint64_t id)
+{
+	wc_idmap_prefetch(&a->thread_ids, id);
+}
+
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 {
 	bool exited = r->flags & WC_REC_EXITED;

@@ -72,6 +72,9 @@ void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
 
 void wc_account_begin(struct wc_account *a);
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
+/* Start fetching what recording thread id will look at: a batch of
+ * records goes faster prefetched all first. */
+void wc_account_prefetch(const struct wc_account *a, uint64_t id);
 void wc_account_end(struct wc_account *a);
 
 typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);

@@ -52,7 +52,10 @@ struct wc_collector {
 	/* valid during a poll only */
 	wc_rec_fn fn;
 	void *arg;
-	unsigned char iter_buf[ITER_BUF_BYTES + REC_BYTES];
+	/* whole records from its start: the iterator's are handed over in
+	 * place */
+	_Alignas(struct wc_task_rec) unsigned char
+		iter_buf[ITER_BUF_BYTES + REC_BYTES];
 };
 
 
@@ -318,7 +321,7 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 	/* a ring record is its 8-byte header plus the data, 8-aligned */
 	c->ring_drained += 8 + ((size + 7) & ~7UL);
 	if (size >= REC_BYTES)
-		c->fn(c->arg, data);
+		c->fn(c->arg, data, 1);
 	return 0;
 }
 
@@ -371,15 +374,14 @@ static void deliver(struct wc_collector *c, size_t *have)
 {
 	size_t off = 0;
 
-	while (*have - off >= REC_BYTES) {
-		struct wc_task_rec rec;
+	const struct wc_task_rec *recs = (const void *)c->iter_buf;
+	size_t i, n = *have / REC_BYTES;
 
-		memcpy(&rec, c->iter_buf + off, REC_BYTES);
-		if (c->walk)
-			wc_walk_note(c->walk, rec.tgid);
-		c->fn(c->arg, &rec);
-		off += REC_BYTES;
-	}
+	for (i = 0; c->walk && i < n; i++)
+		wc_walk_note(c->walk, recs[i].tgid);
+	if (n)
+		c->fn(c->arg, recs, n);
+	off = n * REC_BYTES;
 	memmove(c->iter_buf, c->iter_buf + off, *have - off);
 	*have -= off;
 }

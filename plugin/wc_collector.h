@@ -41,7 +41,8 @@ struct wc_collector_opts {
 int wc_collector_open(const struct wc_collector_opts *opts,
 		      struct wc_collector **out, char *err, size_t errlen);
 
-typedef void (*wc_rec_fn)(void *arg, const struct wc_task_rec *rec);
+/* Records come in batches (see wc_walk_fn). */
+typedef wc_walk_fn wc_rec_fn;
 int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen);
 

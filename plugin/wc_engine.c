@@ -42,15 +42,21 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static void on_record(void *arg, const struct wc_task_rec *rec)
+static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 {
 	struct wc_engine *e = arg;
+	size_t i;
 
-	wc_account_record(e->account, rec);
-	/* a wait under way will name its parked stack when it ends: keep it
-	 * however long that takes */
-	if (e->stacks && rec->parked_ustack > 1)
-		wc_stacks_has(e->stacks, rec->parked_ustack);
+	/* the threads' entries are scattered: ask for them all first */
+	for (i = 0; i < n; i++)
+		wc_account_prefetch(e->account, recs[i].id);
+	for (i = 0; i < n; i++) {
+		wc_account_record(e->account, &recs[i]);
+		/* a wait under way will name its parked stack when it ends:
+		 * keep it however long that takes */
+		if (e->stacks && recs[i].parked_ustack > 1)
+			wc_stacks_has(e->stacks, recs[i].parked_ustack);
+	}
 }
 
 /* A stack the kernel handed over: kept until a whole window has passed
@@ -131,7 +137,7 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	int rc;
 
 	wc_account_begin(e->account);
-	rc = wc_collector_poll(e->collector, on_record, e, err, errlen);
+	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group */

@@ -68,6 +68,14 @@ bool wc_idmap_get(const struct wc_idmap *m, uint64_t key, uint32_t *val)
 	return true;
 }
 
+void wc_idmap_prefetch(const struct wc_idmap *m, uint64_t key)
+{
+	uint32_t i = slot_of(m, key);
+
+	__builtin_prefetch(&m->keys[i]);
+	__builtin_prefetch(&m->vals[i]);
+}
+
 int wc_idmap_put(struct wc_idmap *m, uint64_t key, uint32_t val)
 {
 	uint32_t i;

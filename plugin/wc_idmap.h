@@ -26,6 +26,8 @@ struct wc_idmap {
 int wc_idmap_init(struct wc_idmap *m, uint32_t max_entries);
 void wc_idmap_free(struct wc_idmap *m);
 bool wc_idmap_get(const struct wc_idmap *m, uint64_t key, uint32_t *val);
+/* Start fetching the memory a get of key will read. */
+void wc_idmap_prefetch(const struct wc_idmap *m, uint64_t key);
 /* 0 on success (insert or overwrite), -1 if key is 0 or the map is full. */
 int wc_idmap_put(struct wc_idmap *m, uint64_t key, uint32_t val);
 bool wc_idmap_del(struct wc_idmap *m, uint64_t key);

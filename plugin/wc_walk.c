@@ -12,6 +12,7 @@
 #define BUCKET_SHIFT 8	    /* 256 process ids a bucket */
 #define NBUCKETS (PID_SPAN >> BUCKET_SHIFT)
 #define SPLITS 64 /* ranges pending after stops, at most */
+#define BATCH 64  /* records handed over at once */
 
 struct range {
 	uint32_t lo, hi;
@@ -28,8 +29,17 @@ struct wc_walk {
 	uint32_t nbounds; /* 0: no plan */
 	wc_walk_fn fn;	  /* valid during a walk */
 	void *arg;
+	struct wc_task_rec batch[BATCH];
+	size_t nbatch;
 	struct wc_walk_stats stats;
 };
+
+static void hand_over(struct wc_walk *w)
+{
+	if (w->nbatch)
+		w->fn(w->arg, w->batch, w->nbatch);
+	w->nbatch = 0;
+}
 
 static int on_rec(void *ctx, void *data, size_t size)
 {
@@ -39,7 +49,9 @@ static int on_rec(void *ctx, void *data, size_t size)
 	if (size < sizeof(*r))
 		return 0;
 	wc_walk_note(w, r->tgid);
-	w->fn(w->arg, r);
+	w->batch[w->nbatch++] = *r;
+	if (w->nbatch == BATCH)
+		hand_over(w);
 	return 0;
 }
 
@@ -122,6 +134,7 @@ static int run(struct wc_walk *w, struct range r, struct range *stop)
 	}
 	if (ring_buffer__consume(w->ring) < 0)
 		return -1;
+	hand_over(w);
 	stop->lo = w->args->stop_tgid;
 	stop->resume = w->args->stop_tid;
 	return 0;

@@ -15,6 +15,7 @@
 
 #include <linux/types.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../bpf/wallclock.h"
@@ -29,7 +30,10 @@ struct wc_walk_stats {
 	uint64_t failures; /* walks given up (the iterator read instead) */
 };
 
-typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *rec);
+/* Records in batches, so the receiver can fetch what it needs for a
+ * batch before it works through it. */
+typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *recs,
+			   size_t n);
 
 /* prog_fd: wc_snap; ring_fd: its ring; args: its .bss arguments. */
 int wc_walk_new(int prog_fd, int ring_fd, struct wc_snap_args *args,
