@@ -370,20 +370,19 @@ fail:
 	return -1;
 }
 
+/* The whole records read so far, in place; a partial one moves to the
+ * front for the next read to complete. */
 static void deliver(struct wc_collector *c, size_t *have)
 {
-	size_t off = 0;
-
 	const struct wc_task_rec *recs = (const void *)c->iter_buf;
-	size_t i, n = *have / REC_BYTES;
+	size_t i, n = *have / REC_BYTES, used = n * REC_BYTES;
 
 	for (i = 0; c->walk && i < n; i++)
 		wc_walk_note(c->walk, recs[i].tgid);
 	if (n)
 		c->fn(c->arg, recs, n);
-	off = n * REC_BYTES;
-	memmove(c->iter_buf, c->iter_buf + off, *have - off);
-	*have -= off;
+	memmove(c->iter_buf, c->iter_buf + used, *have - used);
+	*have -= used;
 }
 
 static int run_iterator(struct wc_collector *c, char *err, size_t errlen)

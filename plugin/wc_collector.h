@@ -1,10 +1,10 @@
 /*
  * wc_collector.h - the BPF side, seen from user space.
  *
- * Owns: the loaded skeleton, its links (scheduler tracepoints, the task
- * iterator, one cpu-clock perf event per online CPU, the syscall-exit hook
- * when stacks are on), the exit ring reader and the buffers used to drain
- * the stack tables.  wc_collector_close() detaches and frees all of it: no program
+ * Owns: the loaded skeleton, its links (the scheduler tracepoint, the task
+ * iterator, one cpu-clock perf event per online CPU), the open-coded walk
+ * (wc_walk) where the kernel has one, the exit ring reader and the buffers
+ * used to drain the stack tables.  wc_collector_close() detaches and frees all of it: no program
  * or link outlives the collector.
  *
  * A poll walks the live threads (one record per live thread, charged up to
