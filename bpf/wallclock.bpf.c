@@ -1321,18 +1321,6 @@ int wc_iter(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/*
- * The same walk, open-coded (kernels with bpf_iter_task, 6.7+): it skips
- * the seq_file machinery and the pid lookup per thread that make the
- * iterator above cost twice as much a thread.  User space runs it once per
- * range of process ids [snap.lo, snap.hi), each holding about as many
- * threads as it wants handled in one go (a run does not yield the CPU),
- * and takes the records from the snaps ring.  A run that fills the ring
- * says where it stopped (stop_tgid, stop_tid: the thread not written);
- * user space empties the ring and runs again from there (resume_tid: the
- * rest of that process) or with a smaller range.  A thread written twice
- * in one read costs nothing: records are cumulative.
- */
 /* libbpf's bpf_ksym_exists, which Debian 12's libbpf lacks */
 #define ksym_exists(sym) (!!(sym))
 
@@ -1349,9 +1337,21 @@ extern void bpf_task_release(struct task_struct *p) __weak __ksym;
 extern void bpf_rcu_read_lock(void) __weak __ksym;
 extern void bpf_rcu_read_unlock(void) __weak __ksym;
 
+/*
+ * The same walk, open-coded (kernels with bpf_iter_task, 6.7+): it skips
+ * the seq_file machinery and the pid lookup per thread that make the
+ * iterator above cost twice as much a thread.  User space runs it once per
+ * range of process ids [snap.lo, snap.hi), each holding about as many
+ * threads as it wants handled in one go (a run does not yield the CPU),
+ * and takes the records from the snaps ring.  A run that fills the ring
+ * says where it stopped (stop_tgid, stop_tid: the thread not written);
+ * user space empties the ring, runs the rest of that process (resume_tid)
+ * and then the process ids on either side of it again.  A thread written
+ * twice in one read costs nothing: records are cumulative.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 19);
 } snaps SEC(".maps");
 
 struct wc_snap_args snap;
@@ -1375,12 +1375,10 @@ static __always_inline bool snap_threads(struct task_struct *from)
 			break;
 		}
 		__builtin_memset(r, 0, sizeof(*r));
-		if (thread_rec(task, r)) {
+		if (thread_rec(task, r))
 			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
-			snap.threads++;
-		} else {
+		else
 			bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
-		}
 	}
 	bpf_iter_task_destroy(&it);
 	return ok;
@@ -1401,7 +1399,6 @@ int wc_snap(void *ctx)
 		return 1;
 	snap.stop_tgid = 0;
 	snap.stop_tid = 0;
-	snap.threads = 0;
 	bpf_rcu_read_lock();
 	if (snap.resume_tid) {
 		p = bpf_task_from_pid(snap.resume_tid);

@@ -77,7 +77,6 @@ struct wc_snap_args {
 	__u32 resume_tid;
 	__u32 stop_tgid;
 	__u32 stop_tid;
-	__u32 threads; /* records written */
 };
 
 /* Per-CPU event counters, summed by user space.  Only rare paths and samples

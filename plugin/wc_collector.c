@@ -20,6 +20,10 @@
 #include "wc_walk.h"
 
 #define ITER_BUF_BYTES (64 * 1024)
+/* The walk's ring: twice a range's worth of records.  The kernel maps a
+ * ring's pages into collectd twice over (so records can wrap), all of them
+ * at once: this is 1 MiB of collectd's RSS. */
+#define WALK_RING_BYTES (512u * 1024)
 #define REC_BYTES sizeof(struct wc_task_rec)
 
 #ifndef CAP_PERFMON
@@ -136,7 +140,7 @@ static int size_stacks(struct wc_collector *c,
 					      n >= 4 ? n / 4 : 1);
 	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.stack_counts, n);
-	if (rc || !o->stacks)
+	if (rc || !o->stacks || c->keys)
 		return rc;
 	c->keys = calloc(n, sizeof(*c->keys));
 	c->weights = calloc(n, sizeof(*c->weights));
@@ -165,10 +169,14 @@ static bool kernel_can_walk(void)
 	return ok;
 }
 
-static int load(struct wc_collector *c, const struct wc_collector_opts *o,
-		char *err, size_t errlen)
+/* Open the object and size it for o; with_walk says whether the
+ * open-coded walk's program is loaded (without it, its ring shrinks to a
+ * page). */
+static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
+		   bool with_walk, char *err, size_t errlen)
 {
 	unsigned long bytes = (unsigned long)o->exit_ring_kib * 1024;
+	unsigned long walk_bytes = 4096;
 	int rc;
 
 	c->skel = wallclock_bpf__open();
@@ -187,19 +195,49 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	bytes = round_pow2(bytes < 4096 ? 4096 : bytes);
 	c->ring_bytes = bytes;
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
+	if (with_walk)
+		walk_bytes = o->walk_ring_kib
+				     ? round_pow2((unsigned long)o->walk_ring_kib
+						  * 1024)
+				     : WALK_RING_BYTES;
+	/* a ring the kernel refuses: the fallback below, under test */
+	if (with_walk && o->walk_fault)
+		walk_bytes += 4096;
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.snaps,
+					      (__u32)walk_bytes);
 	if (rc)
-		return wc_err(err, errlen, "sizing the exit ring failed: %s",
+		return wc_err(err, errlen, "sizing the rings failed: %s",
 			      strerror(-rc));
-	c->can_walk = !o->iterator_only && kernel_can_walk();
-	if (o->walk_ring_kib)
-		rc = bpf_map__set_max_entries(
-			c->skel->maps.snaps,
-			round_pow2((unsigned long)o->walk_ring_kib * 1024));
+	bpf_program__set_autoload(c->skel->progs.wc_snap, with_walk);
+	return 0;
+}
+
+/* Load, with the open-coded walk if the kernel has what it needs; if it
+ * will not load with it, once more without (the iterator reads alone). */
+static int load(struct wc_collector *c, const struct wc_collector_opts *o,
+		char *err, size_t errlen)
+{
+	bool walk = !o->iterator_only && kernel_can_walk();
+	int rc = prepare(c, o, walk, err, errlen);
+
 	if (rc)
-		return wc_err(err, errlen, "sizing the walk's ring failed: %s",
-			      strerror(-rc));
-	bpf_program__set_autoload(c->skel->progs.wc_snap, c->can_walk);
+		return rc;
 	rc = wallclock_bpf__load(c->skel);
+	if (rc && rc != -EPERM && walk) {
+		wc_log(WC_LOG_WARN,
+		       "the open-coded thread walk did not load (%s): reading "
+		       "with the task iterator",
+		       strerror(-rc));
+		wallclock_bpf__destroy(c->skel);
+		c->skel = NULL;
+		walk = false;
+		rc = prepare(c, o, walk, err, errlen);
+		if (rc)
+			return rc;
+		rc = wallclock_bpf__load(c->skel);
+	}
+	c->can_walk = walk;
 	if (rc == -EPERM)
 		return wc_err(err, errlen,
 			      "the kernel refused to load the BPF programs "

@@ -33,7 +33,8 @@ struct wc_collector_opts {
 	unsigned int min_block_us;  /* shortest wait recorded with a stack */
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 	bool iterator_only; /* never the open-coded walk (tests of the other) */
-	unsigned int walk_ring_kib; /* the walk's ring; 0: 1 MiB */
+	unsigned int walk_ring_kib; /* the walk's ring; 0: 512 KiB */
+	bool walk_fault; /* tests: the walk fails to load (a bad ring size) */
 };
 
 /* Load and attach.  On failure, err says what was refused and what to do

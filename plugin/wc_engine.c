@@ -2,6 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "wc_engine.h"
 #include "wc_log.h"
@@ -154,6 +157,19 @@ static void flush_group(void *arg, const struct wc_group_view *g)
 	wc_flush_group(arg, g);
 }
 
+/*
+ * A flush's scratch (symbol tables read, sorting, text) is freed when it
+ * ends, but glibc keeps freed memory in the arena of the thread that used
+ * it, and collectd runs the read callback on any of its read threads: each
+ * one's arena would keep a flush's peak.  Hand the free pages back.
+ */
+static void give_back_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 int wc_engine_flush(struct wc_engine *e, time_t when)
 {
 	int rc;
@@ -165,6 +181,7 @@ int wc_engine_flush(struct wc_engine *e, time_t when)
 	wc_account_foreach(e->account, flush_group, e->flush);
 	rc = wc_flush_write(e->flush, e->stacks, when);
 	wc_stacks_next_window(e->stacks);
+	give_back_memory();
 	return rc;
 }
 
@@ -215,6 +232,7 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.stack_entries = cfg->stack_entries,
 		.iterator_only = cfg->iterator_only,
 		.walk_ring_kib = cfg->walk_ring_kib,
+		.walk_fault = cfg->walk_fault,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,

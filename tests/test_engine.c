@@ -85,6 +85,7 @@ static uint64_t wall_of(const struct wc_group_view *g)
 /* How the next engines walk the threads (the tests of the walk set it). */
 static bool iterator_only;
 static unsigned int walk_ring_kib;
+static bool walk_fault;
 
 static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 {
@@ -95,6 +96,7 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 	cfg->kthreads = kthreads;
 	cfg->iterator_only = iterator_only;
 	cfg->walk_ring_kib = walk_ring_kib;
+	cfg->walk_fault = walk_fault;
 	cfg->sample_hz = 99;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s/spool", bin_dir);
 	if (wc_engine_open(cfg, &e, err, sizeof(err))) {
@@ -299,6 +301,26 @@ static void test_iterator_only(void)
 	CHECK_NEAR(g->time_ns[WC_T_RUNQ], r->runq_ns, 0.03);
 	CHECK_NEAR(wall_of(g), r->wall_ns, 0.01);
 	CHECK(o.self.acct.threads_lost == 0);
+}
+
+/* A kernel that will not load the walk: the plugin starts anyway, on the
+ * iterator, with the same figures. */
+static void test_walk_load_fallback(void)
+{
+	static struct outcome o;
+	const struct report *r = &o.report;
+	const struct wc_group_view *g;
+
+	NEED_ROOT();
+	walk_fault = true;
+	if (!profile_life("wce_nowalk", "1", 5, &o, &g)) {
+		walk_fault = false;
+		return;
+	}
+	walk_fault = false;
+	CHECK(o.self.walk.runs == 0);
+	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
+	CHECK_NEAR(wall_of(g), r->wall_ns, 0.01);
 }
 
 /* Threads that live a couple of milliseconds each: only their final
@@ -568,6 +590,7 @@ int main(int argc, char **argv)
 	RUN(test_lifetime_matches_kernel);
 	RUN(test_walk_refills);
 	RUN(test_iterator_only);
+	RUN(test_walk_load_fallback);
 	RUN(test_short_lived_threads);
 	RUN(test_exec_from_thread);
 	RUN(test_kernel_threads_option);

@@ -71,7 +71,8 @@ DROPS = ("stacks_full", "stack_counts_full", "window_stacks_dropped",
          "window_weights_dropped", "stacks_lost", "stack_errors",
          "stacks_truncated", "exits_dropped", "threads_lost",
          "threads_untracked", "samples_lost", "storage_failed",
-         "torn_reads", "read_errors", "spool_write_errors")
+         "torn_reads", "read_errors", "spool_write_errors",
+         "walk_refills", "walk_failures")
 
 
 def sh(args, **kw):
