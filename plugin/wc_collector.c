@@ -200,9 +200,10 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 				     ? round_pow2((unsigned long)o->walk_ring_kib
 						  * 1024)
 				     : WALK_RING_BYTES;
-	/* a ring the kernel refuses: the fallback below, under test */
+	/* a ring the kernel refuses (libbpf rounds any other size up to
+	 * one it takes): the fallback below, under test */
 	if (with_walk && o->walk_fault)
-		walk_bytes += 4096;
+		walk_bytes = 0;
 	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.snaps,
 					      (__u32)walk_bytes);

@@ -126,6 +126,7 @@ static int run_workload(struct wc_engine *e, const char *name,
 	while (*args && n < 30)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	fflush(stdout); /* the child's freopen would print it again */
 	pid = fork();
 	if (pid == 0) {
 		freopen("/dev/null", "w", stdout);
