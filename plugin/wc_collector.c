@@ -39,7 +39,6 @@ struct wc_collector {
 	struct bpf_link *iter_link;
 	struct wc_walk *walk;	/* NULL: the kernel has no open-coded walk */
 	bool walk_failing;	/* logged; quiet until a walk works again */
-	bool can_walk;
 	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
 	uint64_t *weights;
 	uint64_t *hashes;	/* a chunk of a stack table at a time */
@@ -238,7 +237,6 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 			return rc;
 		rc = wallclock_bpf__load(c->skel);
 	}
-	c->can_walk = walk;
 	if (rc == -EPERM)
 		return wc_err(err, errlen,
 			      "the kernel refused to load the BPF programs "
@@ -387,7 +385,7 @@ int wc_collector_open(const struct wc_collector_opts *o,
 	if (load(c, o, err, errlen) || attach_sched(c, err, errlen) ||
 	    attach_sampler(c, o->sample_hz, err, errlen))
 		goto fail;
-	if (c->can_walk &&
+	if (bpf_program__autoload(c->skel->progs.wc_snap) &&
 	    wc_walk_new(bpf_program__fd(c->skel->progs.wc_snap),
 			bpf_map__fd(c->skel->maps.snaps), &c->skel->bss->snap,
 			&c->walk)) {
