@@ -11,10 +11,14 @@
  * the kernel sets on the same clock) and it has run since.  The wait is
  * split where the kernel splits it: what schedstat's run_delay grew by was
  * spent in the run queue, the rest asleep (or blocked), so no wake-up hook
- * is needed, and the switch-in has no bookkeeping to do: one task storage
- * lookup per switch.  With stacks on, a switch-in looks at its thread only
- * if its wait may have been long (the kernel's times of its last arrival
- * and wake-up say), to walk the kernel stack it waited in.
+ * is needed, and the switch-in has no bookkeeping to do.  Most switch-outs
+ * need not even charge: a sleep or a preemption after a stint without
+ * steal leaves nothing the kernel's own counters will not tell the next
+ * charge (see quick_out), so they skip the task storage and note only
+ * when the wait began, in an array slot of their pid.  With stacks on, a
+ * switch-in looks at its thread only if its wait may have been long (the
+ * kernel's times of its last arrival and wake-up say), to walk the kernel
+ * stack it waited in.
  *
  * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
  * event happens on, the value the scheduler has just updated and uses for
@@ -48,9 +52,10 @@
  * note before building for a weakly ordered architecture.
  *
  * Nothing on the context-switch path allocates (except once per thread),
- * calls a clock helper or touches a shared cache line, and it walks a
- * stack only for a wait expected to be long (the user stack, at
- * switch-out) or one that was (the kernel stack, at switch-in).
+ * calls a clock helper or touches a shared cache line (but for threads
+ * whose pids share a quick slot), and it walks a stack only for a wait
+ * expected to be long (the user stack, at switch-out) or one that was
+ * (the kernel stack, at switch-in).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -241,6 +246,39 @@ struct {
 	__type(value, struct texts);
 } texts SEC(".maps");
 
+
+/*
+ * What a switch-out needs to know to skip the task storage: one entry per
+ * thread, at its pid modulo QUICK_SLOTS (threads that share a slot take
+ * turns owning it, and the one not owning it takes the slow path).  The
+ * key (quick_of) tells a thread from one that reuses its pid.
+ */
+#define QUICK_SLOTS 65536
+#define Q_PENDING 0x1 /* the next switch-out must charge: a blocked wait
+			 or a parked stack is under way */
+#define Q_QUIET 0x2   /* no place of the thread has had a long wait lately:
+			 nothing to park at a sleep */
+#define Q_MERGED 0x4  /* quick switch-outs since the storage's checkpoint:
+			 the slot holds what charging them needs, so no
+			 other thread may take it over */
+
+struct quick {
+	__u64 key;	/* 0: unused */
+	__u64 dep;	/* rq clock at the thread's last switch-out */
+	__u64 rd_dep;	/* its sched_info.run_delay then */
+	__u64 exec_dep; /* its se.sum_exec_runtime then, if quick */
+	__u32 flags;
+	/* the place the thread last slept at, if its recent waits were all
+	 * short: a sleep from there has nothing to park either */
+	__u32 quiet_key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QUICK_SLOTS);
+	__type(key, __u32);
+	__type(value, struct quick);
+} quicks SEC(".maps");
 
 /* Thread ids handed out so far; ids survive exec and TID reuse. */
 __u64 next_id;
@@ -638,22 +676,20 @@ static __always_inline __u64 slept_part(__u64 wall, __u64 rq)
 	return wall > rq ? wall - rq : 0;
 }
 
-/* Charge an off-CPU stretch [from, to] that began in state st, rq of it in
- * the run queue.  Returns the part slept. */
+/* Charge off-CPU time [from, to] whose first wait began in state st, rq of
+ * it in the run queue.  Returns the part slept.  It may hold several waits
+ * (switch-outs that took the quick path): those were all sleeps or
+ * preemptions, so what a preemption's run queue time leaves is sleep. */
 static __always_inline __u64 add_wait(__u64 *times, __u32 st, __u64 from,
 				      __u64 to, __u64 rq)
 {
 	__u64 wall = to > from ? to - from : 0, slept;
 
-	if (st == WC_RUNQ) {
-		times[WC_T_RUNQ] += wall;
-		return 0;
-	}
-	if (st != WC_SLEEP && st != WC_BLOCKED)
+	if (st != WC_RUNQ && st != WC_SLEEP && st != WC_BLOCKED)
 		return 0;
 	slept = slept_part(wall, rq);
 	times[WC_T_RUNQ] += wall - slept;
-	times[slot(st)] += slept;
+	times[slot(st == WC_RUNQ ? WC_SLEEP : st)] += slept;
 	return slept;
 }
 
@@ -873,10 +909,12 @@ static __always_inline void park(void *ctx, struct task_struct *prev,
 		return;
 	key = place_key(regs);
 	i = find_place(t, key);
-	t->place = i;
 	t->last_place = i;
+	/* a quiet place: nothing to walk or learn from a short wait, and
+	 * the switch-in finds it again if the wait turns out long */
 	if (!t->places[i & (WC_PLACES - 1)].hist)
 		return;
+	t->place = i;
 	sc = scratch_buf(SCRATCH_SWITCH);
 	uh = STACK_NONE;
 	if (sc && walk_user(ctx, sc, prev, regs))
@@ -970,47 +1008,182 @@ static __always_inline void wait_done(struct wc_task *t, bool recorded)
  * and the context switch pays for one task storage lookup, not two.  Run
  * time well beyond the stretch since the arrival means a switch-out went
  * unseen (two stints, two waits): the waits then get what the run leaves
- * of the wall time.  Returns the part of the wait spent asleep.
+ * of the wall time.  `before` is the run time of the stints before this
+ * one since the checkpoint (whose switch-outs were quick).  Returns the
+ * part of the wait spent asleep.
  */
 #define UNSEEN_RUN_NS 2000000ULL
 
 static __always_inline __u64 charge(struct task_struct *prev,
 				    struct wc_task *t, __u64 now,
-				    __u64 exec_ns)
+				    __u64 exec_ns, __u64 before)
 {
 	__u64 arrived = prev->sched_info.last_arrival, start = t->ckpt;
 	__u64 wall = now > start ? now - start : 0;
 	__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
 	__u64 stint = wall, off = 0;
 
+	if (before > run)
+		before = run;
 	if (t->state == WC_ONCPU) {
 		/* adopted running: no wait to end */
+		before = 0;
 	} else if (arrived < start || arrived > now) {
 		count(WC_CNT_SWITCHES_MISSED); /* no end to place */
+		before = 0;
 	} else {
+		/* `before` ran in stints since the checkpoint whose
+		 * switch-outs were quick, so had no steal: the rest of
+		 * the time up to this stint was waiting */
 		stint = now - arrived;
 		off = arrived - start;
-		if (run > stint + UNSEEN_RUN_NS) {
+		off = off > before ? off - before : 0;
+		if (run - before > stint + UNSEEN_RUN_NS) {
 			count(WC_CNT_SWITCHES_MISSED);
 			off = wall > run ? wall - run : 0;
+			before = 0;
 		}
 	}
 	t->time_ns[WC_T_ONCPU] += run;
-	if (stint > run)
-		t->time_ns[WC_T_STEAL] += stint - run;
+	if (stint > run - before)
+		t->time_ns[WC_T_STEAL] += stint - (run - before);
 	return add_wait(t->time_ns, t->state, 0, off,
 			runq_part(prev, t->rd_ckpt, arrived));
+}
+
+/* The quick entry of a thread, and the key it must hold to be its: its
+ * pid, and its start time mixed with its stack canary, random per task
+ * where the kernel has one (a thread that execs takes its leader's pid
+ * and start time, not its canary). */
+static __always_inline struct quick *quick_of(struct task_struct *p,
+					      __u64 *key)
+{
+	__u32 i = (__u32)p->pid & (QUICK_SLOTS - 1);
+	__u64 mix = p->start_time;
+
+	if (bpf_core_field_exists(p->stack_canary))
+		mix ^= p->stack_canary;
+
+	*key = (__u64)(__u32)p->pid << 32 | (__u32)(mix ^ mix >> 32);
+	return bpf_map_lookup_elem(&quicks, &i);
+}
+
+/* What the storage says the quick path may skip. */
+static __always_inline void quick_note(struct quick *q, const struct wc_task *t)
+{
+	__u32 f = 0, i = t->last_place;
+	const struct wc_place *pl;
+
+	if (t->state == WC_BLOCKED || t->place < WC_PLACES)
+		f |= Q_PENDING;
+	if (t->learned && !t->loud)
+		f |= Q_QUIET;
+	q->flags = f;
+	opaque(i);
+	pl = &t->places[i & (WC_PLACES - 1)];
+	q->quiet_key = pl->hist ? 0 : pl->key;
+}
+
+/* Whether prev is going to sleep at the place its entry knows as quiet. */
+static __always_inline bool at_quiet_place(struct task_struct *prev,
+					   __u32 quiet_key)
+{
+	struct pt_regs *regs;
+
+	if (!quiet_key || (prev->flags & K_PF_KTHREAD))
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	return regs && place_key(regs) == quiet_key;
+}
+
+/* The run time since the checkpoint (exec_ckpt) up to the thread's last
+ * quick switch-out, if it had one since: its entry noted it. */
+static __always_inline __u64 merged_run(const struct quick *q, __u64 key,
+					__u64 exec_ckpt)
+{
+	if (!q || q->key != key || !(q->flags & Q_MERGED) ||
+	    q->exec_dep < exec_ckpt)
+		return 0;
+	return q->exec_dep - exec_ckpt;
+}
+
+/* After prev's storage was charged (or to forget a dead thread).  A slot
+ * another thread holds with quick switch-outs not yet charged stays its,
+ * and this one takes the slow path meanwhile. */
+static __always_inline void publish(struct quick *q, __u64 key,
+				    struct task_struct *prev,
+				    struct wc_task *t, __u64 now, bool dead)
+{
+	if (!q)
+		return;
+	if (q->key != key && (dead || (q->key && (q->flags & Q_MERGED))))
+		return;
+	if (dead) {
+		q->key = 0;
+		return;
+	}
+	q->key = key;
+	q->dep = now;
+	q->rd_dep = prev->sched_info.run_delay;
+	quick_note(q, t);
+}
+
+/*
+ * Most switch-outs change nothing the storage must know at once: a sleep
+ * or a preemption (the kernel's run_delay says later how much of the wait
+ * was spent in the run queue, and the rest was sleep) after a stint with
+ * no steal (its wall time since the arrival is exactly the run time the
+ * kernel counted since the pick), by a thread whose last wait needs no
+ * charging on its own (not blocked) and, with stacks, that has nothing to
+ * park.  Those only note when the wait began (for the switch-in) and the
+ * run time so far; the next switch-out that takes the slow path charges
+ * them all together, the run up to the last quick one as run and the rest
+ * until this stint as waits.
+ */
+static __always_inline bool quick_out(struct task_struct *prev, __u64 now,
+				      __u32 state)
+{
+	__u64 key, arrived;
+	struct quick *q;
+
+	if (state == WC_SLEEP) {
+		/* nothing: a sleep is quick when there is nothing to park */
+	} else if (state != WC_RUNQ) {
+		return false;
+	}
+	q = quick_of(prev, &key);
+	if (!q || q->key != key || (q->flags & Q_PENDING))
+		return false;
+	if (stacks_enabled && state == WC_SLEEP && !(q->flags & Q_QUIET) &&
+	    !at_quiet_place(prev, q->quiet_key))
+		return false;
+	arrived = prev->sched_info.last_arrival;
+	if (arrived > now || now - arrived != prev->se.sum_exec_runtime -
+						       prev->se.prev_sum_exec_runtime)
+		return false;
+	q->dep = now;
+	q->rd_dep = prev->sched_info.run_delay;
+	q->exec_dep = prev->se.sum_exec_runtime;
+	q->flags |= Q_MERGED;
+	return true;
 }
 
 static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 				       __u64 now, bool preempt,
 				       unsigned int prev_state)
 {
-	struct wc_task *t = bpf_task_storage_get(&tasks, prev, 0, 0);
-	__u64 exec_ns = prev->se.sum_exec_runtime, slept;
 	bool dead = prev_state & K_TASK_DEAD;
 	__u32 state = preempt ? WC_RUNQ : state_of(prev_state);
+	__u64 exec_ns, slept, key;
+	struct wc_task *t;
+	struct quick *q;
 
+	if (!dead && quick_out(prev, now, state))
+		return;
+	count(WC_CNT_SWITCHES_CHARGED);
+	q = quick_of(prev, &key);
+	t = bpf_task_storage_get(&tasks, prev, 0, 0);
+	exec_ns = prev->se.sum_exec_runtime;
 	if (!t) {
 		/* storage cannot be made for a thread that is exiting */
 		if (dead) {
@@ -1023,7 +1196,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			return;
 	}
 	begin_write(t);
-	slept = charge(prev, t, now, exec_ns);
+	slept = charge(prev, t, now, exec_ns, merged_run(q, key, t->exec_ns));
 	t->rd_ckpt = prev->sched_info.run_delay;
 	enter(t, dead ? WC_DEAD : state, now, exec_ns);
 	end_write(t);
@@ -1038,13 +1211,13 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	if (dead) {
 		settle_owed(prev, t, STACK_NONE);
 		emit_exit(prev, t);
+		publish(q, key, prev, t, now, true);
 		return;
 	}
-	if (!stacks_enabled)
-		return;
-	if ((state == WC_SLEEP || state == WC_BLOCKED) &&
+	if (stacks_enabled && (state == WC_SLEEP || state == WC_BLOCKED) &&
 	    !(t->learned && !t->loud))
 		park(ctx, prev, t);
+	publish(q, key, prev, t, now, false);
 }
 
 /*
@@ -1059,10 +1232,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
  */
 static __always_inline void switch_in(struct task_struct *next, __u64 now)
 {
-	__u64 arrived = next->sched_info.last_arrival, woken, wall, slept;
+	__u64 arrived = next->sched_info.last_arrival, woken, slept, key;
+	__u64 dep, rd_dep;
 	bool long_wait, unexpected, parked;
 	struct wc_task *t;
-	__u32 st;
+	struct quick *q;
+	__u32 st, merged;
 
 	if (!stacks_enabled)
 		return;
@@ -1074,11 +1249,24 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	t = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!t)
 		return;
-	st = t->state;
+	/* the wait began at the last switch-out: a quick one noted when;
+	 * without the entry (another thread took the slot) the last
+	 * arrival bounds it */
+	q = quick_of(next, &key);
+	if (q && q->key == key) {
+		dep = q->dep;
+		rd_dep = q->rd_dep;
+		/* a quick one was a sleep, or a preemption that slept 0 */
+		st = dep == t->ckpt ? t->state : WC_SLEEP;
+	} else {
+		dep = t->ckpt > arrived ? t->ckpt : arrived;
+		rd_dep = t->rd_ckpt;
+		st = t->state;
+	}
 	if (st != WC_SLEEP && st != WC_BLOCKED)
 		return;
-	wall = now > t->ckpt ? now - t->ckpt : 0;
-	slept = slept_part(wall, runq_part(next, t->rd_ckpt, now));
+	slept = slept_part(now > dep ? now - dep : 0,
+			   runq_part(next, rd_dep, now));
 	long_wait = slept >= min_block_ns;
 	/* quiet at its switch-out: the place is found now, and the wait
 	 * is owed a user stack */
@@ -1089,6 +1277,12 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	if (long_wait)
 		record_wait(next, t, st, slept, t->parked_ustack, unexpected);
 	wait_done(t, long_wait);
+	/* quick switch-outs before this wait are still to be charged */
+	if (q && q->key == key) {
+		merged = q->flags & Q_MERGED;
+		quick_note(q, t);
+		q->flags |= merged;
+	}
 }
 
 SEC("tp_btf/sched_switch")
@@ -1215,7 +1409,9 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
  * its switch-out will charge it.  Charging the whole stretch as waiting
  * instead would report wait time that the switch-out then turns into run
  * time, and a counter that was ahead can only stay ahead: the group would
- * show more time than it had.
+ * show more time than it had.  Stints since the checkpoint whose
+ * switch-outs took the quick path are run, and the rest waits, as the
+ * next slow switch-out will find.
  */
 static __always_inline void charge_waiting(struct task_struct *task,
 					   struct wc_task_rec *r, __u32 st,
@@ -1223,6 +1419,8 @@ static __always_inline void charge_waiting(struct task_struct *task,
 					   __u64 rd_ckpt)
 {
 	__u64 now = rq_clock_of(bpf_get_current_task_btf()), arrived = 0;
+	__u64 run_ns = task->se.sum_exec_runtime, before, key;
+	struct quick *q;
 
 	if (task->on_cpu)
 		arrived = task->sched_info.last_arrival;
@@ -1230,13 +1428,18 @@ static __always_inline void charge_waiting(struct task_struct *task,
 	 * checkpoint, on another CPU's clock) had ended already, as its
 	 * switch-out will find */
 	if (arrived && arrived <= now) {
-		if (arrived > ckpt)
-			add_wait(r->time_ns, st, ckpt, arrived,
+		q = quick_of(task, &key);
+		before = merged_run(q, key, exec_ns);
+		if (arrived > ckpt + before)
+			add_wait(r->time_ns, st, ckpt + before, arrived,
 				 runq_part(task, rd_ckpt, arrived));
-		add_run(r->time_ns, 0, 0, exec_ns, task->se.sum_exec_runtime);
+		add_run(r->time_ns, 0, 0, exec_ns, run_ns);
 		return;
 	}
-	add_wait(r->time_ns, st, ckpt, now, runq_part(task, rd_ckpt, now));
+	before = run_ns > exec_ns ? run_ns - exec_ns : 0;
+	add_wait(r->time_ns, st, ckpt + before, now,
+		 runq_part(task, rd_ckpt, now));
+	add_run(r->time_ns, 0, 0, exec_ns, run_ns);
 }
 
 /*

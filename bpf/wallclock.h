@@ -79,8 +79,9 @@ struct wc_snap_args {
 	__u32 stop_tid;
 };
 
-/* Per-CPU event counters, summed by user space.  Only rare paths and samples
- * count here, so the context-switch path pays nothing for them. */
+/* Per-CPU event counters, summed by user space.  Only rare paths, samples
+ * and the context switch's slow path count here, so a quick switch-out
+ * pays nothing for them. */
 enum wc_counter {
 	WC_CNT_SAMPLES,	       /* on-CPU samples of a profiled thread */
 	WC_CNT_SAMPLES_LATE,   /* of those, ticks recovered from a late timer */
@@ -102,6 +103,9 @@ enum wc_counter {
 	WC_CNT_WALKS_UNUSED,	  /* user stacks walked for a wait that then
 				   * was short */
 	WC_CNT_STACKS_TRUNCATED, /* stacks cut at WC_STACK_DEPTH frames */
+	WC_CNT_SWITCHES_CHARGED, /* switch-outs that took the slow path (the
+				  * task storage): the rest only noted when
+				  * their wait began */
 	WC_CNT_NR,
 };
 

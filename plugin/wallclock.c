@@ -228,6 +228,7 @@ static void submit_self(void)
 	submit_derive("exits_dropped", s.bpf.v[WC_CNT_EXITS_DROPPED]);
 	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
 	submit_derive("switches_missed", s.bpf.v[WC_CNT_SWITCHES_MISSED]);
+	submit_derive("switches_charged", s.bpf.v[WC_CNT_SWITCHES_CHARGED]);
 	submit_derive("walk_runs", s.walk.runs);
 	submit_derive("walk_refills", s.walk.refills);
 	submit_derive("walk_failures", s.walk.failures);

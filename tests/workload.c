@@ -38,6 +38,7 @@ struct result {
 	const char *kind;
 	pid_t tid;
 	uint64_t on_ns, runq_ns, wall_ns;
+	uint64_t runs; /* times it arrived on a CPU (schedstat's pcount) */
 };
 
 static struct {
@@ -71,13 +72,13 @@ static uint64_t now_ns(void)
 
 static void record(const char *kind, uint64_t start_ns)
 {
-	unsigned long long on = 0, runq = 0;
+	unsigned long long on = 0, runq = 0, runs = 0;
 	FILE *f = fopen("/proc/thread-self/schedstat", "r");
 	struct result *r;
 
 	if (f) {
-		if (fscanf(f, "%llu %llu", &on, &runq) != 2)
-			on = runq = 0;
+		if (fscanf(f, "%llu %llu %llu", &on, &runq, &runs) != 3)
+			on = runq = runs = 0;
 		fclose(f);
 	}
 	pthread_mutex_lock(&results_lock);
@@ -88,6 +89,7 @@ static void record(const char *kind, uint64_t start_ns)
 		r->on_ns = on;
 		r->runq_ns = runq;
 		r->wall_ns = now_ns() - start_ns;
+		r->runs = runs;
 	}
 	pthread_mutex_unlock(&results_lock);
 }
@@ -375,10 +377,12 @@ static void write_report(uint64_t start)
 					     ru.ru_stime.tv_usec) *
 				1000ULL);
 	for (i = 0; i < nresults; i++)
-		fprintf(f, "thread %s %d %llu %llu %llu\n", results[i].kind,
-			results[i].tid, (unsigned long long)results[i].on_ns,
+		fprintf(f, "thread %s %d %llu %llu %llu %llu\n",
+			results[i].kind, results[i].tid,
+			(unsigned long long)results[i].on_ns,
 			(unsigned long long)results[i].runq_ns,
-			(unsigned long long)results[i].wall_ns);
+			(unsigned long long)results[i].wall_ns,
+			(unsigned long long)results[i].runs);
 	fclose(f);
 }
 

@@ -7,7 +7,8 @@
  *   FAIL: <program>: <test>
  *   SKIP: <program>: <test>: <why>        (from SKIP(); loudly, never silently)
  * tests/check.sh counts these lines; check_done() makes the exit status
- * non-zero on any failure, so automake's `make check` agrees.
+ * non-zero on any failure, so automake's `make check` agrees.  While
+ * chasing one test, CHECK_ONLY=<test> in the environment runs only it.
  */
 #ifndef WC_TEST_CHECK_H
 #define WC_TEST_CHECK_H
@@ -64,6 +65,9 @@ static const char *check_prog = "test";
 
 #define RUN(fn)                                                    \
 	do {                                                       \
+		const char *only_ = getenv("CHECK_ONLY");          \
+		if (only_ && strcmp(only_, #fn) != 0)              \
+			break;                                     \
 		check_cur_failed = 0;                              \
 		check_cur_skipped = 0;                             \
 		fn();                                              \
