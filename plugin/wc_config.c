@@ -22,7 +22,7 @@ void wc_config_init(struct wc_config *cfg)
 	cfg->kthreads = false;
 	cfg->max_groups = 50;
 	cfg->max_threads = 131072;
-	cfg->exit_ring_kib = 4096;
+	cfg->exit_ring_kib = 0;
 	cfg->unmatched_other = true;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s",
 		 DEFAULT_SPOOL_DIR);
@@ -370,4 +370,18 @@ static int check_spool_dir(const char *path, char *err, size_t errlen)
 int wc_config_finish(struct wc_config *cfg, char *err, size_t errlen)
 {
 	return check_spool_dir(cfg->spool_dir, err, errlen);
+}
+
+unsigned int wc_config_exit_ring_kib(const struct wc_config *cfg, int ncpus)
+{
+	unsigned long kib;
+
+	if (cfg->exit_ring_kib)
+		return cfg->exit_ring_kib;
+	kib = (unsigned long)(ncpus > 0 ? ncpus : 1) * WC_EXIT_KIB_PER_CPU;
+	if (kib < WC_EXIT_KIB_AUTO_MIN)
+		kib = WC_EXIT_KIB_AUTO_MIN;
+	if (kib > WC_EXIT_KIB_AUTO_MAX)
+		kib = WC_EXIT_KIB_AUTO_MAX;
+	return (unsigned int)kib;
 }

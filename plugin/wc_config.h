@@ -27,6 +27,9 @@
 #define WC_THREADS_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
 #define WC_EXIT_KIB_MIN 64
 #define WC_EXIT_KIB_MAX 262144
+#define WC_EXIT_KIB_PER_CPU 512	  /* about 4,700 final records */
+#define WC_EXIT_KIB_AUTO_MIN 1024 /* the kernel maps it into collectd twice */
+#define WC_EXIT_KIB_AUTO_MAX 16384
 #define WC_MIN_BLOCK_US_MAX 60000000 /* a minute */
 #define WC_STACKS_MIN 1024
 #define WC_STACKS_MAX 1048576
@@ -56,7 +59,7 @@ struct wc_config {
 	bool kthreads;
 	unsigned int max_groups;
 	unsigned int max_threads;
-	unsigned int exit_ring_kib;
+	unsigned int exit_ring_kib; /* 0: sized by wc_config_exit_ring_kib() */
 	bool unmatched_other; /* false: unmatched processes are dropped */
 	char spool_dir[PATH_MAX];
 	bool stacks;		       /* Stacks */
@@ -88,5 +91,10 @@ int wc_config_set(struct wc_config *cfg, const char *key,
 
 /* Checks that need all options, and the spool directory's safety. */
 int wc_config_finish(struct wc_config *cfg, char *err, size_t errlen);
+
+/* The exit ring's size in KiB on a host of ncpus CPUs: ExitBufferKiB if
+ * set, else WC_EXIT_KIB_PER_CPU a CPU (threads exit at a rate bounded by
+ * the CPUs that run them) between WC_EXIT_KIB_AUTO_MIN and _MAX. */
+unsigned int wc_config_exit_ring_kib(const struct wc_config *cfg, int ncpus);
 
 #endif /* WC_CONFIG_H */

@@ -6,6 +6,8 @@
 #include <malloc.h>
 #endif
 
+#include <bpf/libbpf.h>
+
 #include "wc_engine.h"
 #include "wc_log.h"
 #include "wc_select.h"
@@ -226,7 +228,8 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 	struct wc_collector_opts copts = {
 		.sample_hz = cfg->sample_hz,
 		.kthreads = cfg->kthreads,
-		.exit_ring_kib = cfg->exit_ring_kib,
+		.exit_ring_kib = wc_config_exit_ring_kib(
+			cfg, libbpf_num_possible_cpus()),
 		.stacks = cfg->stacks,
 		.min_block_us = cfg->min_block_us,
 		.stack_entries = cfg->stack_entries,

@@ -110,7 +110,7 @@ static void test_defaults(void)
 	CHECK(!c.kthreads);
 	CHECK(c.max_groups == 50);
 	CHECK(c.max_threads == 131072);
-	CHECK(c.exit_ring_kib == 4096);
+	CHECK(c.exit_ring_kib == 0);
 	CHECK(c.unmatched_other);
 	CHECK(strcmp(c.spool_dir, "/var/lib/collectd/wallclock") == 0);
 	CHECK(c.nsel == 0 && c.sel == NULL);
@@ -592,6 +592,24 @@ static void test_finish_parent_missing(void)
 	remove_tmp();
 }
 
+/* Unset, the exit ring grows with the CPUs (exits are bounded by them)
+ * within 1-16 MiB; ExitBufferKiB wins when given. */
+static void test_exit_ring_size(void)
+{
+	struct wc_config c;
+
+	wc_config_init(&c);
+	CHECK(wc_config_exit_ring_kib(&c, 1) == 1024);
+	CHECK(wc_config_exit_ring_kib(&c, 2) == 1024);
+	CHECK(wc_config_exit_ring_kib(&c, 8) == 4096);
+	CHECK(wc_config_exit_ring_kib(&c, 32) == 16384);
+	CHECK(wc_config_exit_ring_kib(&c, 256) == 16384);
+	CHECK(wc_config_exit_ring_kib(&c, 0) == 1024);
+	CHECK(set1(&c, "ExitBufferKiB", num_v(64)) == 0);
+	CHECK(wc_config_exit_ring_kib(&c, 256) == 64);
+	wc_config_free(&c);
+}
+
 int main(void)
 {
 	check_prog = "test_config";
@@ -615,5 +633,6 @@ int main(void)
 	RUN(test_finish_writable_by_others);
 	RUN(test_finish_foreign_owner);
 	RUN(test_finish_parent_missing);
+	RUN(test_exit_ring_size);
 	return check_done();
 }
