@@ -3,12 +3,12 @@
  * wallclock.bpf.c - per-thread wall-clock accounting in the kernel.
  *
  * Owns: one task-storage entry per profiled thread, holding the state the
- * thread entered at its last switch-out and when (the checkpoint), plus
- * the time already charged to each slot.  Each switch-out charges the time
+ * thread entered at a switch-out and when (the checkpoint), plus the time
+ * already charged to each slot.  A switch-out that charges takes the time
  * since the checkpoint and moves it, so a thread's slots always add up to
- * the time it was watched: the wait begun at the last switch-out ended
- * when the thread last arrived on a CPU (sched_info.last_arrival, which
- * the kernel sets on the same clock) and it has run since.  The wait is
+ * the time it was watched: the last wait ended when the thread last
+ * arrived on a CPU (sched_info.last_arrival, which the kernel sets on the
+ * same clock) and it has run since.  The wait is
  * split where the kernel splits it: what schedstat's run_delay grew by was
  * spent in the run queue, the rest asleep (or blocked), so no wake-up hook
  * is needed, and the switch-in has no bookkeeping to do.  Most switch-outs
@@ -41,8 +41,10 @@
  * the run queue (its run_delay), so short-lived threads count in full.
  *
  * Writers: for one thread, its switches out and in are serialised by the
- * kernel (run-queue locks and the on_cpu hand-off), so each entry has one
- * writer at a time and needs no lock.  The sampler only increments the
+ * kernel (run-queue locks and the on_cpu hand-off), so each storage entry
+ * has one writer at a time and needs no lock.  A quick slot can be written
+ * by two threads at once only when their pids share it; what either then
+ * reads back is clamped so that no time is lost or counted twice.  The sampler only increments the
  * sample count, which nobody else writes.  The task iterator reads entries
  * while they may change on another CPU: a sequence count (odd while a
  * write is in progress) lets it retry instead of seeing a half-charged
@@ -251,7 +253,11 @@ struct {
  * What a switch-out needs to know to skip the task storage: one entry per
  * thread, at its pid modulo QUICK_SLOTS (threads that share a slot take
  * turns owning it, and the one not owning it takes the slow path).  The
- * key (quick_of) tells a thread from one that reuses its pid.
+ * key (quick_of) tells a thread from one that reuses its pid.  A thread
+ * that loses its slot with quick switch-outs not yet charged (another
+ * took it over, or exec gave it another pid) is charged as if its last
+ * stint had no steal (see charge): no time is lost or counted twice, only
+ * that stint's steal, if any, is counted as sleep.
  */
 #define QUICK_SLOTS 65536
 #define Q_PENDING 0x1 /* the next switch-out must charge: a blocked wait
@@ -259,8 +265,7 @@ struct {
 #define Q_QUIET 0x2   /* no place of the thread has had a long wait lately:
 			 nothing to park at a sleep */
 #define Q_MERGED 0x4  /* quick switch-outs since the storage's checkpoint:
-			 the slot holds what charging them needs, so no
-			 other thread may take it over */
+			 exec_dep says how much of the time since was run */
 
 struct quick {
 	__u64 key;	/* 0: unused */
@@ -1009,10 +1014,12 @@ static __always_inline void wait_done(struct wc_task *t, bool recorded)
  * time well beyond the stretch since the arrival means a switch-out went
  * unseen (two stints, two waits): the waits then get what the run leaves
  * of the wall time.  `before` is the run time of the stints before this
- * one since the checkpoint (whose switch-outs were quick).  Returns the
- * part of the wait spent asleep.
+ * one since the checkpoint (whose switch-outs were quick), or
+ * BEFORE_UNKNOWN.  Returns the part of the wait spent asleep.
  */
 #define UNSEEN_RUN_NS 2000000ULL
+
+#define BEFORE_UNKNOWN (~0ULL)
 
 static __always_inline __u64 charge(struct task_struct *prev,
 				    struct wc_task *t, __u64 now,
@@ -1023,8 +1030,6 @@ static __always_inline __u64 charge(struct task_struct *prev,
 	__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
 	__u64 stint = wall, off = 0;
 
-	if (before > run)
-		before = run;
 	if (t->state == WC_ONCPU) {
 		/* adopted running: no wait to end */
 		before = 0;
@@ -1034,10 +1039,17 @@ static __always_inline __u64 charge(struct task_struct *prev,
 	} else {
 		/* `before` ran in stints since the checkpoint whose
 		 * switch-outs were quick, so had no steal: the rest of
-		 * the time up to this stint was waiting */
+		 * the time up to this stint was waiting.  Unknown (the
+		 * slot was lost), this stint is taken to have had none. */
 		stint = now - arrived;
 		off = arrived - start;
-		off = off > before ? off - before : 0;
+		if (before == BEFORE_UNKNOWN)
+			before = run > stint ? run - stint : 0;
+		if (before > run)
+			before = run;
+		if (before > off)
+			before = off;
+		off -= before;
 		if (run - before > stint + UNSEEN_RUN_NS) {
 			count(WC_CNT_SWITCHES_MISSED);
 			off = wall > run ? wall - run : 0;
@@ -1097,26 +1109,26 @@ static __always_inline bool at_quiet_place(struct task_struct *prev,
 }
 
 /* The run time since the checkpoint (exec_ckpt) up to the thread's last
- * quick switch-out, if it had one since: its entry noted it. */
+ * quick switch-out (0 if it had none since), as its entry noted it;
+ * BEFORE_UNKNOWN without the entry. */
 static __always_inline __u64 merged_run(const struct quick *q, __u64 key,
 					__u64 exec_ckpt)
 {
-	if (!q || q->key != key || !(q->flags & Q_MERGED) ||
-	    q->exec_dep < exec_ckpt)
+	if (!q || q->key != key)
+		return BEFORE_UNKNOWN;
+	if (!(q->flags & Q_MERGED))
 		return 0;
-	return q->exec_dep - exec_ckpt;
+	return q->exec_dep > exec_ckpt ? q->exec_dep - exec_ckpt : 0;
 }
 
-/* After prev's storage was charged (or to forget a dead thread).  A slot
- * another thread holds with quick switch-outs not yet charged stays its,
- * and this one takes the slow path meanwhile. */
+/* After prev's storage was charged (or to forget a dead thread). */
 static __always_inline void publish(struct quick *q, __u64 key,
 				    struct task_struct *prev,
 				    struct wc_task *t, __u64 now, bool dead)
 {
 	if (!q)
 		return;
-	if (q->key != key && (dead || (q->key && (q->flags & Q_MERGED))))
+	if (dead && q->key != key)
 		return;
 	if (dead) {
 		q->key = 0;
@@ -1413,23 +1425,35 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
  * switch-outs took the quick path are run, and the rest waits, as the
  * next slow switch-out will find.
  */
+struct merged {
+	__u64 run; /* merged_run() */
+	__u64 dep; /* the last switch-out, if the entry is the thread's */
+};
+
 static __always_inline void charge_waiting(struct task_struct *task,
 					   struct wc_task_rec *r, __u32 st,
 					   __u64 ckpt, __u64 exec_ns,
-					   __u64 rd_ckpt)
+					   __u64 rd_ckpt,
+					   const struct merged *m)
 {
 	__u64 now = rq_clock_of(bpf_get_current_task_btf()), arrived = 0;
-	__u64 run_ns = task->se.sum_exec_runtime, before, key;
-	struct quick *q;
+	__u64 run_ns = task->se.sum_exec_runtime, before;
 
 	if (task->on_cpu)
 		arrived = task->sched_info.last_arrival;
+	/* a quick switch-out since the arrival: it is on its way off the
+	 * CPU (on_cpu is cleared after the tracepoint) */
+	if (arrived && m->dep >= arrived)
+		arrived = 0;
 	/* running: its wait ended at the arrival, or (an arrival before the
 	 * checkpoint, on another CPU's clock) had ended already, as its
 	 * switch-out will find */
 	if (arrived && arrived <= now) {
-		q = quick_of(task, &key);
-		before = merged_run(q, key, exec_ns);
+		before = m->run;
+		if (before == BEFORE_UNKNOWN)
+			before = run_ns > exec_ns + (now - arrived)
+					 ? run_ns - exec_ns - (now - arrived)
+					 : 0;
 		if (arrived > ckpt + before)
 			add_wait(r->time_ns, st, ckpt + before, arrived,
 				 runq_part(task, rd_ckpt, arrived));
@@ -1454,6 +1478,11 @@ static __always_inline bool snapshot(struct task_struct *task,
 {
 	int i, k;
 
+	struct merged m;
+	struct quick *q;
+	__u64 key;
+
+	q = quick_of(task, &key);
 	for (i = 0; i < 4; i++) {
 		__u32 s1 = READ_ONCE(t->seq);
 		__u64 ckpt, exec_ns, rd_ckpt;
@@ -1466,6 +1495,10 @@ static __always_inline bool snapshot(struct task_struct *task,
 		rd_ckpt = t->rd_ckpt;
 		for (k = 0; k < WC_NSLOTS; k++)
 			r->time_ns[k] = t->time_ns[k];
+		/* inside the count: a charge that clears the entry's
+		 * merged run comes after the checkpoint it charged to */
+		m.run = merged_run(q, key, exec_ns);
+		m.dep = q && q->key == key ? q->dep : 0;
 		barrier();
 		s2 = READ_ONCE(t->seq);
 		if (s1 != s2 || (s1 & 1))
@@ -1474,7 +1507,8 @@ static __always_inline bool snapshot(struct task_struct *task,
 			add_run(r->time_ns, 0, 0, exec_ns,
 				task->se.sum_exec_runtime);
 		else
-			charge_waiting(task, r, st, ckpt, exec_ns, rd_ckpt);
+			charge_waiting(task, r, st, ckpt, exec_ns, rd_ckpt,
+				       &m);
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;
