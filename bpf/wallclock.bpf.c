@@ -44,8 +44,8 @@
  * kernel (run-queue locks and the on_cpu hand-off), so each storage entry
  * has one writer at a time and needs no lock.  A quick slot can be written
  * by two threads at once only when their pids share it; what either then
- * reads back is clamped so that no time is lost or counted twice.  The sampler only increments the
- * sample count, which nobody else writes.  The task iterator reads entries
+ * reads back is clamped so that no time is lost or counted twice.  The
+ * sampler only increments the sample count, which nobody else writes.  The task iterator reads entries
  * while they may change on another CPU: a sequence count (odd while a
  * write is in progress) lets it retry instead of seeing a half-charged
  * entry; a thread it finds running is brought up to now from
@@ -1006,11 +1006,11 @@ static __always_inline void wait_done(struct wc_task *t, bool recorded)
 }
 
 /*
- * Charge prev's time since its last switch-out, as it switches out again:
- * the wait it began then ended when it last arrived on a CPU (the kernel
- * notes when, in sched_info.last_arrival, on the run queue's clock, which
- * is ours), and it has run since.  So the switch-in needs no bookkeeping,
- * and the context switch pays for one task storage lookup, not two.  Run
+ * Charge prev's time since its checkpoint (its last switch-out that
+ * charged), as it switches out again: the last wait ended when it last
+ * arrived on a CPU (the kernel notes when, in sched_info.last_arrival, on
+ * the run queue's clock, which is ours), and it has run since.  So the
+ * switch-in needs no bookkeeping.  Run
  * time well beyond the stretch since the arrival means a switch-out went
  * unseen (two stints, two waits): the waits then get what the run leaves
  * of the wall time.  `before` is the run time of the stints before this
@@ -1128,10 +1128,9 @@ static __always_inline void publish(struct quick *q, __u64 key,
 {
 	if (!q)
 		return;
-	if (dead && q->key != key)
-		return;
 	if (dead) {
-		q->key = 0;
+		if (q->key == key)
+			q->key = 0;
 		return;
 	}
 	q->key = key;
@@ -1152,18 +1151,14 @@ static __always_inline void publish(struct quick *q, __u64 key,
  * them all together, the run up to the last quick one as run and the rest
  * until this stint as waits.
  */
-static __always_inline bool quick_out(struct task_struct *prev, __u64 now,
+static __always_inline bool quick_out(struct task_struct *prev,
+				      struct quick *q, __u64 key, __u64 now,
 				      __u32 state)
 {
-	__u64 key, arrived;
-	struct quick *q;
+	__u64 arrived;
 
-	if (state == WC_SLEEP) {
-		/* nothing: a sleep is quick when there is nothing to park */
-	} else if (state != WC_RUNQ) {
+	if (state != WC_SLEEP && state != WC_RUNQ)
 		return false;
-	}
-	q = quick_of(prev, &key);
 	if (!q || q->key != key || (q->flags & Q_PENDING))
 		return false;
 	if (stacks_enabled && state == WC_SLEEP && !(q->flags & Q_QUIET) &&
@@ -1190,10 +1185,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	struct wc_task *t;
 	struct quick *q;
 
-	if (!dead && quick_out(prev, now, state))
+	q = quick_of(prev, &key);
+	if (!dead && quick_out(prev, q, key, now, state))
 		return;
 	count(WC_CNT_SWITCHES_CHARGED);
-	q = quick_of(prev, &key);
 	t = bpf_task_storage_get(&tasks, prev, 0, 0);
 	exec_ns = prev->se.sum_exec_runtime;
 	if (!t) {
@@ -1249,7 +1244,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	bool long_wait, unexpected, parked;
 	struct wc_task *t;
 	struct quick *q;
-	__u32 st, merged;
+	__u32 st, uncharged;
+	bool mine;
 
 	if (!stacks_enabled)
 		return;
@@ -1265,7 +1261,8 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	 * without the entry (another thread took the slot) the last
 	 * arrival bounds it */
 	q = quick_of(next, &key);
-	if (q && q->key == key) {
+	mine = q && q->key == key;
+	if (mine) {
 		dep = q->dep;
 		rd_dep = q->rd_dep;
 		/* a quick one was a sleep, or a preemption that slept 0 */
@@ -1290,10 +1287,10 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 		record_wait(next, t, st, slept, t->parked_ustack, unexpected);
 	wait_done(t, long_wait);
 	/* quick switch-outs before this wait are still to be charged */
-	if (q && q->key == key) {
-		merged = q->flags & Q_MERGED;
+	if (mine) {
+		uncharged = q->flags & Q_MERGED;
 		quick_note(q, t);
-		q->flags |= merged;
+		q->flags |= uncharged;
 	}
 }
 
@@ -1476,11 +1473,10 @@ static __always_inline void charge_waiting(struct task_struct *task,
 static __always_inline bool snapshot(struct task_struct *task,
 				     struct wc_task *t, struct wc_task_rec *r)
 {
-	int i, k;
-
-	struct merged m;
 	struct quick *q;
+	struct merged m;
 	__u64 key;
+	int i, k;
 
 	q = quick_of(task, &key);
 	for (i = 0; i < 4; i++) {
