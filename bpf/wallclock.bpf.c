@@ -178,7 +178,7 @@ struct {
 } sample_clock SEC(".maps");
 
 /* Stacks by hash, and weights per (process, kind, stacks); user space
- * sizes both before load and drains them at every read. */
+ * sizes both before load and drains them every second. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -199,6 +199,17 @@ struct {
 	__type(key, struct wc_stack_key);
 	__type(value, __u64);
 } stack_counts SEC(".maps");
+
+/* wc_held_bucket: user space sizes it, maps it and fills it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wc_held_bucket);
+} held SEC(".maps");
+
+const volatile __u32 held_mask = 0;
 
 #define SCAN_WORDS 32
 #define SCAN_CALLERS 4
@@ -324,6 +335,22 @@ static __always_inline __u64 hash_stack(const struct wc_stack *s)
 	return h > STACK_DROPPED ? h : h + 2;
 }
 
+/* Whether user space holds this stack already: then naming it is enough
+ * (and storing it again would only be copied out and thrown away). */
+static __always_inline bool user_holds(__u64 h)
+{
+	__u32 i = wc_held_bucket_of(h, held_mask);
+	struct wc_held_bucket *b = bpf_map_lookup_elem(&held, &i);
+	int w;
+
+	if (!b)
+		return false;
+	for (w = 0; w < WC_HELD_WAYS; w++)
+		if (READ_ONCE(b->hash[w]) == h)
+			return true;
+	return false;
+}
+
 /* Store a stack the kernel just wrote into s (len bytes, or an error) and
  * return its hash. */
 static __always_inline __u64 save_stack(struct wc_stack *s, long len)
@@ -340,6 +367,10 @@ static __always_inline __u64 save_stack(struct wc_stack *s, long len)
 	if (s->nr >= WC_STACK_DEPTH)
 		count(WC_CNT_STACKS_TRUNCATED);
 	h = hash_stack(s);
+	if (user_holds(h)) {
+		count(WC_CNT_STACKS_KNOWN);
+		return h;
+	}
 	/* the short layout is a prefix of the full one */
 	if (s->nr <= WC_SHORT_DEPTH)
 		rc = bpf_map_update_elem(&stacks, &h, s, BPF_NOEXIST);
@@ -1401,10 +1432,17 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 }
 
 /* A thread the iterator meets before any scheduler event: start it in the
- * state the kernel says it is in now. */
+ * state the kernel says it is in now.  Not one that is exiting: if it died
+ * at its first switch-out, its whole life went through the exit ring under
+ * an id of its own, and a new entry for the zombie would never be heard
+ * from again (the account would count a thread lost); if not, its last
+ * switch-out will do the same. */
 static __always_inline struct wc_task *adopt(struct task_struct *task)
 {
 	unsigned int st = BPF_CORE_READ(task, __state);
+
+	if (BPF_CORE_READ(task, flags) & K_PF_EXITING)
+		return NULL;
 
 	if (BPF_CORE_READ(task, on_cpu))
 		return first_sight(task, rq_clock_of(task), WC_ONCPU, true);

@@ -106,6 +106,8 @@ enum wc_counter {
 	WC_CNT_SWITCHES_CHARGED, /* switch-outs that took the slow path (the
 				  * task storage): the rest only noted when
 				  * their wait began */
+	WC_CNT_STACKS_KNOWN,	 /* stacks user space said it holds: named,
+				  * not stored again */
 	WC_CNT_NR,
 };
 
@@ -116,8 +118,8 @@ enum wc_counter {
  * kernel stack).  On-CPU weights are nanoseconds of the thread's run time
  * since its previous sample, charged to the stack the sample found;
  * off-CPU weights are nanoseconds of the wait that ended (sleep or I/O),
- * recorded only for waits of at least MinBlockMicroseconds.  User space drains both tables at
- * every read.
+ * recorded only for waits of at least MinBlockMicroseconds.  User space
+ * drains both tables every second or so.
  */
 #define WC_STACK_DEPTH 127 /* the kernel's default perf_event_max_stack */
 
@@ -145,6 +147,25 @@ struct wc_stack_key {
 	__u64 ustack;
 	__u64 kstack;
 };
+
+/*
+ * The stacks user space holds, so that the programs name them without
+ * storing them again: a set of hashes in a memory-mapped array that only
+ * user space writes, WC_HELD_WAYS to a bucket.  A hash missing from it
+ * (never told, or pushed out by others of its bucket) only costs storing
+ * the stack again; a hash present is one user space holds.
+ */
+#define WC_HELD_WAYS 4
+
+struct wc_held_bucket {
+	__u64 hash[WC_HELD_WAYS];
+};
+
+/* mask: the number of buckets minus one (a power of two). */
+static inline __u32 wc_held_bucket_of(__u64 hash, __u32 mask)
+{
+	return (__u32)(hash ^ (hash >> 29)) & mask;
+}
 
 struct wc_counters {
 	__u64 v[WC_CNT_NR];

@@ -190,6 +190,10 @@ static void submit_stack_self(const struct wc_self_stats *s)
 		      s->bpf.v[WC_CNT_OFFCPU_USER_MISSED]);
 	submit_derive("offcpu_walks_unused", s->bpf.v[WC_CNT_WALKS_UNUSED]);
 	submit_derive("stacks_truncated", s->bpf.v[WC_CNT_STACKS_TRUNCATED]);
+	submit_derive("stacks_known", s->bpf.v[WC_CNT_STACKS_KNOWN]);
+	submit_derive("stacks_copied", s->stacks_copied);
+	submit("", "total_time_in_ms", "drain",
+	       (value_t){.derive = (derive_t)(s->drain_ns / 1000000)});
 	submit_derive("window_weights_dropped", s->window.weights_dropped);
 	submit_derive("window_stacks_dropped", s->window.stacks_dropped);
 	submit_derive("stacks_lost", s->flush.stacks_lost);
@@ -272,7 +276,9 @@ static int wc_read_cb(user_data_t *ud)
 		read_failed(err);
 	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
 	/* after the dispatch, so a file's totals are the values just sent */
-	wc_engine_maybe_flush(ctx.engine, (time_t)(ctx.read_time >> 30));
+	if (wc_engine_maybe_flush(ctx.engine, (time_t)(ctx.read_time >> 30),
+				  err, sizeof(err)) < 0)
+		read_failed(err);
 	submit_self();
 	pthread_mutex_unlock(&ctx.lock);
 	return 0;

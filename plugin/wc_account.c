@@ -5,11 +5,13 @@
 
 #include "wc_account.h"
 #include "wc_idmap.h"
+#include "wc_log.h"
 #include "wc_name.h"
 
 #define NONE UINT32_MAX
 #define EVICT_AFTER_READS 5
 #define LOST_AFTER_READS 2
+#define LOST_LOGGED 10 /* then only counted */
 
 struct thread {
 	uint64_t id; /* 0: free */
@@ -304,6 +306,11 @@ void wc_account_prefetch(const struct wc_account *a, uint64_t id)
 	wc_idmap_prefetch(&a->thread_ids, id);
 }
 
+void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
+{
+	wc_idmap_prefetch(&a->tgids, tgid);
+}
+
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 {
 	bool exited = r->flags & WC_REC_EXITED;
@@ -352,7 +359,12 @@ static void sweep_threads(struct wc_account *a)
 		struct thread *t = &a->threads[i];
 
 		if (t->id && a->gen - t->seen_gen >= LOST_AFTER_READS) {
-			a->stats.threads_lost++;
+			if (a->stats.threads_lost++ < LOST_LOGGED)
+				wc_log(WC_LOG_INFO,
+				       "a thread of process %u (%.*s) vanished "
+				       "without a final record (threads_lost)",
+				       a->procs[t->proc].tgid, WC_COMM_LEN,
+				       a->procs[t->proc].comm);
 			thread_forget(a, t);
 		}
 	}

@@ -75,6 +75,8 @@ void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
 /* Start fetching what recording thread id will look at: a batch of
  * records goes faster prefetched all first. */
 void wc_account_prefetch(const struct wc_account *a, uint64_t id);
+/* The same for wc_account_group_of(tgid). */
+void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid);
 void wc_account_end(struct wc_account *a);
 
 typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);

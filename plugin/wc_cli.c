@@ -172,7 +172,8 @@ static int record_loop(struct wc_engine *e, long seconds)
 
 	while (!stop && time(NULL) < end) {
 		nanosleep(&tick, NULL);
-		if (wc_engine_read(e, err, sizeof(err))) {
+		if (wc_engine_read(e, err, sizeof(err)) ||
+		    wc_engine_drain(e, err, sizeof(err))) {
 			fprintf(stderr, "wallclock: read: %s\n", err);
 			return -1;
 		}
@@ -279,8 +280,9 @@ static int cmd_record(int argc, char **argv)
 		"early)...\n",
 		pid ? "one process" : "the whole host", seconds);
 	rc = record_loop(e, seconds);
-	if (rc == 0 && wc_engine_flush(e, time(NULL)) != 0) {
-		fprintf(stderr, "wallclock: writing to %s failed\n", abs);
+	if (rc == 0 && wc_engine_flush(e, time(NULL), err, sizeof(err))) {
+		fprintf(stderr, "wallclock: writing to %s failed: %s\n", abs,
+			err);
 		rc = -1;
 	}
 	if (rc == 0)

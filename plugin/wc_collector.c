@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,9 @@ struct wc_collector {
 	struct wc_stack *chunk;
 	struct wc_stack_short *short_chunk;
 	uint32_t stack_entries;
+	struct wc_held_bucket *held; /* mapped; NULL without stacks */
+	size_t held_bytes;
+	uint32_t held_mask;
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
 	unsigned int nperf;
@@ -139,6 +143,12 @@ static int size_stacks(struct wc_collector *c,
 					      n >= 4 ? n / 4 : 1);
 	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.stack_counts, n);
+	c->held_mask = o->stacks ? round_pow2(o->held_stacks / WC_HELD_WAYS) - 1
+				 : 0;
+	c->skel->rodata->held_mask = c->held_mask;
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.held,
+					      c->held_mask + 1);
 	if (rc || !o->stacks || c->keys)
 		return rc;
 	c->keys = calloc(n, sizeof(*c->keys));
@@ -362,6 +372,22 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+static int map_held(struct wc_collector *c)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t bytes = ((size_t)c->held_mask + 1) * sizeof(*c->held);
+	void *p;
+
+	bytes = (bytes + page - 1) / page * page;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(c->skel->maps.held), 0);
+	if (p == MAP_FAILED)
+		return -1;
+	c->held = p;
+	c->held_bytes = bytes;
+	return 0;
+}
+
 int wc_collector_open(const struct wc_collector_opts *o,
 		      struct wc_collector **out, char *err, size_t errlen)
 {
@@ -390,6 +416,11 @@ int wc_collector_open(const struct wc_collector_opts *o,
 			bpf_map__fd(c->skel->maps.snaps), &c->skel->bss->snap,
 			&c->walk)) {
 		wc_err(err, errlen, "setting up the task walk failed: %s",
+		       strerror(errno));
+		goto fail;
+	}
+	if (o->stacks && map_held(c)) {
+		wc_err(err, errlen, "mapping the held-stacks set failed: %s",
 		       strerror(errno));
 		goto fail;
 	}
@@ -524,14 +555,14 @@ static int drain_batch(struct wc_collector *c, int fd, uint32_t *got)
 int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
 			      void *arg, char *err, size_t errlen)
 {
-	uint32_t i, n = 0;
+	uint32_t n = 0;
 	int rc;
 
 	if (!c->keys)
 		return 0;
 	rc = drain_batch(c, bpf_map__fd(c->skel->maps.stack_counts), &n);
-	for (i = 0; i < n; i++)
-		fn(arg, &c->keys[i], c->weights[i]);
+	if (n)
+		fn(arg, c->keys, c->weights, n);
 	if (rc)
 		return wc_err(err, errlen, "draining the stack weights: %s",
 			      strerror(-rc));
@@ -612,6 +643,43 @@ bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 		       bpf_map__fd(c->skel->maps.deep_stacks), &key, out) == 0;
 }
 
+/* Relaxed stores of whole words: a program reads each word once and
+ * compares it, so it sees the old hash or the new one, never a mix. */
+void wc_collector_held(struct wc_collector *c, uint64_t hash)
+{
+	struct wc_held_bucket *b;
+	int w, free_way = -1;
+
+	if (!c->held || hash <= 1)
+		return;
+	b = &c->held[wc_held_bucket_of(hash, c->held_mask)];
+	for (w = 0; w < WC_HELD_WAYS; w++) {
+		uint64_t v = __atomic_load_n(&b->hash[w], __ATOMIC_RELAXED);
+
+		if (v == hash)
+			return;
+		if (v == 0 && free_way < 0)
+			free_way = w;
+	}
+	/* a full bucket: one of its stacks is only stored again */
+	if (free_way < 0)
+		free_way = (int)((hash >> 40) % WC_HELD_WAYS);
+	__atomic_store_n(&b->hash[free_way], hash, __ATOMIC_RELAXED);
+}
+
+void wc_collector_let_go(struct wc_collector *c, uint64_t hash)
+{
+	struct wc_held_bucket *b;
+	int w;
+
+	if (!c->held || hash <= 1)
+		return;
+	b = &c->held[wc_held_bucket_of(hash, c->held_mask)];
+	for (w = 0; w < WC_HELD_WAYS; w++)
+		if (__atomic_load_n(&b->hash[w], __ATOMIC_RELAXED) == hash)
+			__atomic_store_n(&b->hash[w], 0, __ATOMIC_RELAXED);
+}
+
 void wc_collector_new_window(struct wc_collector *c)
 {
 	c->skel->bss->window_start_ns = mono_now_ns();
@@ -656,6 +724,8 @@ void wc_collector_close(struct wc_collector *c)
 
 	if (!c)
 		return;
+	if (c->held)
+		munmap(c->held, c->held_bytes);
 	ring_buffer__free(c->exit_ring);
 	for (i = 0; i < c->nperf; i++)
 		bpf_link__destroy(c->perf_links[i]);

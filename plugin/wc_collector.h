@@ -3,8 +3,8 @@
  *
  * Owns: the loaded skeleton, its links (the scheduler tracepoint, the task
  * iterator, one cpu-clock perf event per online CPU), the open-coded walk
- * (wc_walk) where the kernel has one, the exit ring reader and the buffers
- * used to drain the stack tables.  wc_collector_close() detaches and frees all of it: no program
+ * (wc_walk) where the kernel has one, the exit ring reader, the buffers
+ * used to drain the stack tables and the mapping of the held-stacks set.  wc_collector_close() detaches and frees all of it: no program
  * or link outlives the collector.
  *
  * A poll walks the live threads (one record per live thread, charged up to
@@ -32,6 +32,7 @@ struct wc_collector_opts {
 	bool stacks;		    /* capture on-CPU and off-CPU stacks */
 	unsigned int min_block_us;  /* shortest wait recorded with a stack */
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
+	unsigned int held_stacks;   /* stacks user space holds at most */
 	bool iterator_only; /* never the open-coded walk (tests of the other) */
 	unsigned int walk_ring_kib; /* the walk's ring; 0: 512 KiB */
 	bool walk_fault; /* tests: the walk fails to load (a bad ring size) */
@@ -51,14 +52,21 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
  * Stacks: drain_stacks hands over every (process, kind, stacks) weight
  * gathered since the last drain and removes it from the kernel's table;
  * drain_stack_table then hands over (and removes) every stack the kernel
- * holds.  Drain both at every read, in that order: a weight is added after
+ * holds.  Drain both every time, in that order: a weight is added after
  * its stack is stored, so every weight drained names a stack drained with
  * it or before, and the kernel's tables hold one read's worth at most
  * (bounded; what does not fit is dropped and counted).  take copies out
  * one stack by hash instead, false if the kernel has no such stack.
+ *
+ * held tells the programs that user space holds a stack: they then name it
+ * without storing it again, so it is not drained again.  let_go says it
+ * may stop holding it: the programs store it again from then on.  Keep a
+ * stack let go until a drain and a walk have passed: a program that found
+ * it held just before may still name it in a weight drained after, and a
+ * wait under way may have parked it (its record names it).
  */
 typedef void (*wc_weight_fn)(void *arg, const struct wc_stack_key *k,
-			     uint64_t weight);
+			     const uint64_t *weight, size_t n);
 typedef void (*wc_stack_fn)(void *arg, uint64_t hash,
 			    const struct wc_stack *st);
 int wc_collector_drain_stacks(struct wc_collector *c, wc_weight_fn fn,
@@ -67,6 +75,8 @@ int wc_collector_drain_stack_table(struct wc_collector *c, wc_stack_fn fn,
 				   void *arg, char *err, size_t errlen);
 bool wc_collector_take_stack(struct wc_collector *c, uint64_t hash,
 			     struct wc_stack *out);
+void wc_collector_held(struct wc_collector *c, uint64_t hash);
+void wc_collector_let_go(struct wc_collector *c, uint64_t hash);
 /* A new window of stacks starts now: waits that end later are charged
  * only from here on. */
 void wc_collector_new_window(struct wc_collector *c);

@@ -13,9 +13,14 @@
 #include "wc_select.h"
 
 /* Room in the window for weights and stacks, relative to StackStorage
- * (the kernel's tables, drained every read): a window spans many reads. */
+ * (the kernel's tables, drained every second): a window spans many reads. */
 #define WINDOW_FACTOR 8u
 #define WINDOW_STACK_BYTES (64u << 20)
+/* Stacks let go are freed at the first read after a drain that began this
+ * long after: a program that found one held just before runs for
+ * microseconds, and its weight is drained by then.  A wait under way that
+ * parked one is seen by the read's walk. */
+#define LET_GO_NS 100000000ULL
 
 struct wc_engine {
 	const struct wc_config *cfg;
@@ -27,6 +32,9 @@ struct wc_engine {
 	struct wc_flush *flush;
 	time_t next_flush;
 	uint64_t weights_unowned;
+	uint64_t drain_ns, stacks_copied;
+	uint64_t let_go_ns; /* when stacks were last let go */
+	bool reap_due;	    /* a drain has run since, LET_GO_NS later */
 	/* weights drained between reads whose process the account does not
 	 * know yet (born since the last read): placed at the next read */
 	struct deferred *deferred;
@@ -64,14 +72,22 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 	}
 }
 
-/* A stack the kernel handed over: kept until a whole window has passed
- * without a weight naming it. */
+/* A stack the kernel handed over: kept while weights name it, and the
+ * kernel is told, so it names it from then on without storing it again. */
 static void on_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 {
 	struct wc_engine *e = arg;
 
-	if (hash > 1)
-		wc_stacks_put(e->stacks, hash, st);
+	e->stacks_copied++;
+	if (hash > 1 && wc_stacks_put(e->stacks, hash, st) == 0)
+		wc_collector_held(e->collector, hash);
+}
+
+static void let_go(void *arg, uint64_t hash)
+{
+	struct wc_engine *e = arg;
+
+	wc_collector_let_go(e->collector, hash);
 }
 
 /* Mark a stack the window names as in use, if it is held already (one
@@ -103,14 +119,40 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	wc_stacks_add(e->stacks, group, k, w);
 }
 
+/* Weights by the thousand, their entries scattered over several tables:
+ * ask for a batch's first, then add them. */
+#define WEIGHT_BATCH 16
+
+static void on_weights(void *arg, const struct wc_stack_key *k,
+		       const uint64_t *w, size_t n)
+{
+	struct wc_engine *e = arg;
+	size_t i, j, m;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < WEIGHT_BATCH ? n - i : WEIGHT_BATCH;
+		for (j = i; j < i + m; j++) {
+			wc_account_prefetch_group(e->account, k[j].tgid);
+			wc_flush_prefetch_note(e->flush, (pid_t)k[j].tgid);
+			wc_stacks_prefetch(e->stacks, &k[j]);
+		}
+		for (j = i; j < i + m; j++)
+			on_weight(e, &k[j], w[j]);
+	}
+}
+
 static int drain(struct wc_engine *e, char *err, size_t errlen)
 {
-	int rc = wc_collector_drain_stacks(e->collector, on_weight, e, err,
+	uint64_t start = mono_ns();
+	int rc = wc_collector_drain_stacks(e->collector, on_weights, e, err,
 					   errlen);
 
 	if (rc == 0)
 		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
 						    err, errlen);
+	if (rc == 0 && start >= e->let_go_ns + LET_GO_NS)
+		e->reap_due = true;
+	e->drain_ns += mono_ns() - start;
 	return rc;
 }
 
@@ -148,8 +190,11 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	 * known, and new ones have their group */
 	if (e->stacks)
 		place_deferred(e);
-	if (e->stacks && rc == 0)
-		rc = drain(e, err, errlen);
+	/* after the walk: it named the stacks parked by waits under way */
+	if (e->stacks && e->reap_due && rc == 0) {
+		wc_stacks_reap(e->stacks);
+		e->reap_due = false;
+	}
 	e->read_ns = mono_ns() - start;
 	return rc;
 }
@@ -172,30 +217,50 @@ static void give_back_memory(void)
 #endif
 }
 
-int wc_engine_flush(struct wc_engine *e, time_t when)
+/* The window's last drain, right after a read (which placed the
+ * processes its weights name), then the file.  *drained: the drain's rc. */
+static int flush_window(struct wc_engine *e, time_t when, int *drained,
+			char *err, size_t errlen)
 {
 	int rc;
 
-	if (!e->stacks)
-		return -1;
+	*drained = drain(e, err, errlen);
 	wc_collector_new_window(e->collector);
 	wc_flush_begin(e->flush);
 	wc_account_foreach(e->account, flush_group, e->flush);
 	rc = wc_flush_write(e->flush, e->stacks, when);
-	wc_stacks_next_window(e->stacks);
+	wc_stacks_next_window(e->stacks, let_go, e);
+	e->let_go_ns = mono_ns();
+	e->reap_due = false;
 	give_back_memory();
 	return rc;
 }
 
-int wc_engine_maybe_flush(struct wc_engine *e, time_t now)
+int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
+		    size_t errlen)
 {
+	int drained;
+
+	if (!e->stacks)
+		return wc_err(err, errlen, "stacks are off");
+	if (flush_window(e, when, &drained, err, errlen) && !drained)
+		return wc_err(err, errlen, "the file was not written");
+	return drained ? -1 : 0;
+}
+
+int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
+			  size_t errlen)
+{
+	int drained;
+
 	if (!e->stacks || now < e->next_flush)
 		return 0;
-	wc_engine_flush(e, now);
+	/* a file not written is counted (spool_write_errors) and logged */
+	flush_window(e, now, &drained, err, errlen);
 	/* on the interval's grid, so files stay evenly spaced */
 	while (e->next_flush <= now)
 		e->next_flush += e->cfg->flush_interval_s;
-	return 1;
+	return drained ? -1 : 1;
 }
 
 static void on_proc_gone(void *arg, uint32_t tgid)
@@ -233,6 +298,7 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.stacks = cfg->stacks,
 		.min_block_us = cfg->min_block_us,
 		.stack_entries = cfg->stack_entries,
+		.held_stacks = cfg->stack_entries * WINDOW_FACTOR,
 		.iterator_only = cfg->iterator_only,
 		.walk_ring_kib = cfg->walk_ring_kib,
 		.walk_fault = cfg->walk_fault,
@@ -258,14 +324,16 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 	 * the symbolizer reads when it starts */
 	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
 	    (cfg->stacks && open_stacks(e, err, errlen)) ||
-	    wc_engine_read(e, err, errlen)) {
+	    wc_engine_read(e, err, errlen) ||
+	    (cfg->stacks && drain(e, err, errlen))) {
 		wc_engine_close(e);
 		return -1;
 	}
-	/* what the baseline read drained happened before the counters'
+	/* what the baseline drain took happened before the counters'
 	 * baseline: not part of the first window */
 	if (e->stacks)
-		wc_stacks_next_window(e->stacks);
+		wc_stacks_next_window(e->stacks, let_go, e);
+	e->let_go_ns = mono_ns();
 	wc_collector_new_window(e->collector);
 	*out = e;
 	return 0;
@@ -296,6 +364,8 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 	wc_stacks_stats(e->stacks, &out->window);
 	wc_flush_stats(e->flush, &out->flush);
 	out->weights_unowned = e->weights_unowned;
+	out->drain_ns = e->drain_ns;
+	out->stacks_copied = e->stacks_copied;
 }
 
 void wc_engine_close(struct wc_engine *e)

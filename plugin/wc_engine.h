@@ -33,6 +33,8 @@ struct wc_self_stats {
 	struct wc_stacks_stats window;
 	struct wc_flush_stats flush;
 	uint64_t weights_unowned; /* weights of dropped or unknown processes */
+	uint64_t drain_ns;	  /* spent draining the stack tables, ever */
+	uint64_t stacks_copied;	  /* stacks copied out of the kernel, ever */
 };
 
 /* Loads and attaches, then takes the baseline: what threads do from here
@@ -40,23 +42,29 @@ struct wc_self_stats {
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen);
 
-/* Bring every group's counters up to now, and gather the stacks. */
+/* Bring every group's counters up to now.  Stacks are gathered by the
+ * drains, not here. */
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
 
-/* Between reads (every second or so): empty the kernel's stack tables
- * into the window, so they need room for that long, not for a whole
- * read interval.  Weights of processes born since the last read wait for
- * the next one, which knows their group.  Serialised with read and flush
- * like every call here. */
+/* Every second or so: empty the kernel's stack tables into the window, so
+ * they need room for that long, not for a whole read interval.  Weights
+ * of processes born since the last read wait for the next one, which
+ * knows their group.  Serialised with read and flush like every call
+ * here. */
 int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen);
 
 /* After a read: if FlushInterval has passed since the last flush (or the
- * open), write the window's stacks to the spool.  1 if it flushed. */
-int wc_engine_maybe_flush(struct wc_engine *e, time_t now);
+ * open), drain one last time and write the window's stacks to the spool.
+ * 1 if it flushed, 0 if not due, -1 if the drain failed (err says why; a
+ * file not written is counted in the flush's stats). */
+int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
+			  size_t errlen);
 
 /* Flush now, whatever the interval (a command-line recording's end).
- * 0, or -1 if stacks are off or the file was not written. */
-int wc_engine_flush(struct wc_engine *e, time_t when);
+ * 0, or -1 if stacks are off, the drain failed or the file was not
+ * written (err says which). */
+int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
+		    size_t errlen);
 
 void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
 			     void *arg);

@@ -141,6 +141,11 @@ void wc_flush_note(struct wc_flush *f, pid_t pid)
 	wc_sym_proc_note(f->sym, pid);
 }
 
+void wc_flush_prefetch_note(const struct wc_flush *f, pid_t pid)
+{
+	wc_sym_proc_prefetch(f->sym, pid);
+}
+
 void wc_flush_gone(struct wc_flush *f, pid_t pid)
 {
 	wc_sym_proc_exited(f->sym, pid);
@@ -268,8 +273,29 @@ static size_t put_kernel(struct wc_flush *f, size_t n,
 	return n;
 }
 
+/* A user frame not met in this process yet: met at the same place in
+ * another process of the binary, or symbolized now. */
+static uint32_t user_frame(struct wc_flush *f, pid_t pid, uint64_t ip,
+			   bool caller, bool *named)
+{
+	uint32_t id, mod;
+	uint64_t off;
+	bool placed = wc_sym_user_place(f->sym, pid, ip, caller, &mod, &off);
+	int rc;
+
+	if (placed && wc_memo_place_get(f->memo, mod, off, &id, named))
+		return id;
+	rc = wc_sym_user(f->sym, pid, ip, caller, f->text, FRAME_LEN);
+	*named = rc == WC_SYM_NAME;
+	id = wc_fold_frame(f->fold, f->text);
+	if (placed && id != WC_FOLD_NO_FRAME)
+		wc_memo_place_put(f->memo, mod, off, id, *named);
+	return id;
+}
+
 /* A user stack's frames, outermost first; each (process, address)
- * symbolized once per flush. */
+ * symbolized once per flush, and each place in a binary once while the
+ * memo holds it. */
 static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
 		       const struct wc_stack_view *v)
 {
@@ -277,15 +303,11 @@ static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
 
 	for (i = v->nr; i-- > 0 && n < MAX_FRAMES; n++) {
 		bool named;
-		int rc;
 
 		f->stats.frames++;
 		if (!wc_memo_frame_get(f->memo, (uint32_t)pid, v->ip[i], i > 0,
 				       &f->ids[n], &named)) {
-			rc = wc_sym_user(f->sym, pid, v->ip[i], i > 0, f->text,
-					 FRAME_LEN);
-			named = rc == WC_SYM_NAME;
-			f->ids[n] = wc_fold_frame(f->fold, f->text);
+			f->ids[n] = user_frame(f, pid, v->ip[i], i > 0, &named);
 			if (f->ids[n] != WC_FOLD_NO_FRAME)
 				wc_memo_frame_put(f->memo, (uint32_t)pid,
 						  v->ip[i], i > 0, f->ids[n],
@@ -517,6 +539,7 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 	out->sym_misses = sy.module_misses;
 	out->sym_bytes = sy.bytes;
 	wc_memo_get_stats(f->memo, &me);
-	out->memo_hits = me.frame_hits + me.stack_hits;
-	out->memo_misses = me.frame_misses + me.stack_misses;
+	/* a frame found by place was a miss by process first */
+	out->memo_hits = me.frame_hits + me.place_hits + me.stack_hits;
+	out->memo_misses = me.frame_misses - me.place_hits + me.stack_misses;
 }

@@ -48,6 +48,7 @@ void wc_flush_free(struct wc_flush *f);
 /* A process named by this window's stacks: snapshot its mappings while it
  * lives, so it resolves at the flush even if it exits before. */
 void wc_flush_note(struct wc_flush *f, pid_t pid);
+void wc_flush_prefetch_note(const struct wc_flush *f, pid_t pid);
 /* The process is gone: its pid may come back as another process. */
 void wc_flush_gone(struct wc_flush *f, pid_t pid);
 

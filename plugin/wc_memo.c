@@ -7,6 +7,7 @@
 
 #define FRAMES_PER_STACK 32 /* average bound of the kernel stacks' pool */
 #define NAMED (1u << 31)    /* in a frame's who: pids stay below 2^22 */
+#define PLACE (1u << 30)    /* in a frame's who: a module's serial */
 
 struct memo_stack {
 	uint32_t first; /* index of its first id in pool */
@@ -17,7 +18,7 @@ struct memo_stack {
 /* A user frame; addr 0 marks an empty slot. */
 struct memo_frame {
 	uint64_t addr;
-	uint32_t who; /* pid << 1 | caller, and NAMED */
+	uint32_t who; /* pid << 1 | caller, or PLACE | module; and NAMED */
 	uint32_t id;
 };
 
@@ -137,33 +138,23 @@ static struct memo_frame *frame_slot(const struct wc_memo *m, uint32_t who,
 	return &m->frames[i];
 }
 
-bool wc_memo_frame_get(struct wc_memo *m, uint32_t pid, uint64_t addr,
-		       bool caller, uint32_t *id, bool *named)
+static bool frame_get(struct wc_memo *m, uint32_t who, uint64_t addr,
+		      uint32_t *id, bool *named)
 {
-	const struct memo_frame *e;
+	const struct memo_frame *e = frame_slot(m, who, addr);
 
-	if (!addr)
+	if (!e->addr)
 		return false;
-	e = frame_slot(m, pid << 1 | caller, addr);
-	if (!e->addr) {
-		m->st.frame_misses++;
-		return false;
-	}
-	m->st.frame_hits++;
 	*id = e->id;
 	*named = e->who & NAMED;
 	return true;
 }
 
-bool wc_memo_frame_put(struct wc_memo *m, uint32_t pid, uint64_t addr,
-		       bool caller, uint32_t id, bool named)
+static void frame_put(struct wc_memo *m, uint32_t who, uint64_t addr,
+		      uint32_t id, bool named)
 {
-	uint32_t who = pid << 1 | caller;
-	struct memo_frame *e;
+	struct memo_frame *e = frame_slot(m, who, addr);
 
-	if (!addr || pid >= NAMED >> 1)
-		return false;
-	e = frame_slot(m, who, addr);
 	if (!e->addr) {
 		if (m->nframes >= m->max_frames) {
 			/* the walk has moved on to other processes */
@@ -178,6 +169,47 @@ bool wc_memo_frame_put(struct wc_memo *m, uint32_t pid, uint64_t addr,
 	}
 	e->who = who | (named ? NAMED : 0);
 	e->id = id;
+}
+
+bool wc_memo_frame_get(struct wc_memo *m, uint32_t pid, uint64_t addr,
+		       bool caller, uint32_t *id, bool *named)
+{
+	if (!addr || pid >= PLACE >> 1)
+		return false;
+	if (!frame_get(m, pid << 1 | caller, addr, id, named)) {
+		m->st.frame_misses++;
+		return false;
+	}
+	m->st.frame_hits++;
+	return true;
+}
+
+bool wc_memo_frame_put(struct wc_memo *m, uint32_t pid, uint64_t addr,
+		       bool caller, uint32_t id, bool named)
+{
+	if (!addr || pid >= PLACE >> 1)
+		return false;
+	frame_put(m, pid << 1 | caller, addr, id, named);
+	return true;
+}
+
+/* Places share the frames' table: off + 1, since 0 marks a free slot. */
+bool wc_memo_place_get(struct wc_memo *m, uint32_t mod, uint64_t off,
+		       uint32_t *id, bool *named)
+{
+	if (mod >= PLACE || off == UINT64_MAX ||
+	    !frame_get(m, PLACE | mod, off + 1, id, named))
+		return false;
+	m->st.place_hits++;
+	return true;
+}
+
+bool wc_memo_place_put(struct wc_memo *m, uint32_t mod, uint64_t off,
+		       uint32_t id, bool named)
+{
+	if (mod >= PLACE || off == UINT64_MAX)
+		return false;
+	frame_put(m, PLACE | mod, off + 1, id, named);
 	return true;
 }
 

@@ -7,27 +7,34 @@
 #include "wc_stacks.h"
 
 #define NONE UINT32_MAX
-#define PROBES 8 /* alternative keys tried when two weights' hashes meet */
 
 struct held {
 	uint64_t hash; /* 0: free slot */
 	uint64_t *ip;
 	uint32_t nr;
 	uint32_t gen; /* window that last named it */
+	bool let_go;  /* unnamed for a window: the kernel was told */
 };
 
-/* An entry's place in the order of the flush's walk. */
+/* An entry's place in the order of the flush's walk: by process, then by
+ * its user stack's hash folded to 32 bits (two stacks alike there only
+ * interleave), then as added. */
 struct order {
-	uint32_t tgid;
-	uint32_t i; /* into w */
-	uint64_t ustack;
+	uint64_t key; /* tgid << 32 | folded ustack */
+	uint32_t i;   /* into w */
 };
 
-/* A weight as held: its group is an index into the window's names. */
+#define RADIX_BITS 11
+#define RADIX_PASSES 5 /* of the key's 54 bits: pids stay below 2^22 */
+
+/* A weight as held: its group is an index into the window's names.
+ * Weights whose keys hash alike (the same stacks under another group,
+ * after an exec renamed the process) chain from the first. */
 struct weight {
 	uint32_t group;
 	uint32_t tgid;
 	uint32_t kind;
+	uint32_t next; /* index into w, NONE */
 	uint64_t ustack;
 	uint64_t kstack;
 	uint64_t weight;
@@ -44,16 +51,18 @@ struct names {
 struct wc_stacks {
 	struct weight *w;	  /* max_weights */
 	struct names names;
-	struct order *order;	  /* max_weights, the walk's scratch */
+	struct order *order, *sorted; /* max_weights each, the walk's */
+	uint32_t *radix;	      /* 1 << RADIX_BITS counts */
 	uint32_t nw, max_weights;
 	struct wc_idmap widx; /* weight key -> index into w */
-	uint64_t *wkeys;      /* the idmap key of each w, to clear it */
+	uint64_t *wkeys;      /* the map key of a chain's head, to clear it; 0 */
 
 	struct held *held; /* max_stacks */
 	uint32_t *free_list, nfree, max_stacks;
 	struct wc_idmap sidx; /* stack hash -> index into held */
 	size_t bytes, max_bytes;
 	uint32_t gen;
+	bool reapable; /* stacks were let go since the last reap */
 
 	struct wc_stacks_stats stats;
 };
@@ -73,9 +82,12 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 	s->w = calloc(max_weights, sizeof(*s->w));
 	s->wkeys = calloc(max_weights, sizeof(*s->wkeys));
 	s->order = malloc(max_weights * sizeof(*s->order));
+	s->sorted = malloc(max_weights * sizeof(*s->sorted));
+	s->radix = malloc((1u << RADIX_BITS) * sizeof(*s->radix));
 	s->held = calloc(max_stacks, sizeof(*s->held));
 	s->free_list = calloc(max_stacks, sizeof(*s->free_list));
-	if (!s->w || !s->wkeys || !s->order || !s->held || !s->free_list ||
+	if (!s->w || !s->wkeys || !s->order || !s->sorted || !s->radix ||
+	    !s->held || !s->free_list ||
 	    wc_idmap_init(&s->widx, max_weights) ||
 	    wc_idmap_init(&s->sidx, max_stacks)) {
 		wc_stacks_free(s);
@@ -103,6 +115,8 @@ void wc_stacks_free(struct wc_stacks *s)
 	free(s->names.slots);
 	free(s->wkeys);
 	free(s->order);
+	free(s->sorted);
+	free(s->radix);
 	free(s->held);
 	free(s->free_list);
 	free(s);
@@ -114,13 +128,11 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
-static uint64_t weight_key(const char *group, const struct wc_stack_key *k)
+/* Not of the group: known before it is, so it can be prefetched. */
+static uint64_t weight_key(const struct wc_stack_key *k)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
-	const unsigned char *p;
 
-	for (p = (const unsigned char *)group; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
 	h = mix(h, k->tgid);
 	h = mix(h, k->kind);
 	h = mix(h, k->ustack);
@@ -195,32 +207,35 @@ static bool same(const struct weight *e, uint32_t group,
 	       e->group == group;
 }
 
+void wc_stacks_prefetch(const struct wc_stacks *s,
+			const struct wc_stack_key *k)
+{
+	wc_idmap_prefetch(&s->widx, weight_key(k));
+	if (k->ustack > 1)
+		wc_idmap_prefetch(&s->sidx, k->ustack);
+	if (k->kstack > 1)
+		wc_idmap_prefetch(&s->sidx, k->kstack);
+}
+
 int wc_stacks_add(struct wc_stacks *s, const char *group,
 		  const struct wc_stack_key *k, uint64_t weight)
 {
-	uint64_t key = weight_key(group, k);
+	uint64_t key = weight_key(k);
 	int64_t name = name_of(s, group);
+	uint32_t head = NONE, i;
 	struct weight *e;
-	uint32_t i;
-	int probe;
 
-	if (name < 0) {
-		s->stats.weights_dropped++;
-		return -1;
-	}
-	for (probe = 0; probe < PROBES; probe++, key = mix(key, 1) | 1) {
-		if (!wc_idmap_get(&s->widx, key, &i))
-			break;
-		if (same(&s->w[i], (uint32_t)name, k)) {
-			s->w[i].weight += weight;
-			return 0;
-		}
-	}
-	if (probe == PROBES || s->nw == s->max_weights ||
-	    wc_idmap_put(&s->widx, key, s->nw)) {
-		s->stats.weights_dropped++;
-		return -1;
-	}
+	if (name < 0)
+		goto dropped;
+	if (wc_idmap_get(&s->widx, key, &head))
+		for (i = head; i != NONE; i = s->w[i].next)
+			if (same(&s->w[i], (uint32_t)name, k)) {
+				s->w[i].weight += weight;
+				return 0;
+			}
+	if (s->nw == s->max_weights ||
+	    (head == NONE && wc_idmap_put(&s->widx, key, s->nw)))
+		goto dropped;
 	e = &s->w[s->nw];
 	e->group = (uint32_t)name;
 	e->tgid = k->tgid;
@@ -228,8 +243,20 @@ int wc_stacks_add(struct wc_stacks *s, const char *group,
 	e->ustack = k->ustack;
 	e->kstack = k->kstack;
 	e->weight = weight;
-	s->wkeys[s->nw++] = key;
+	/* the head keeps the map's key; the rest of its chain has none */
+	if (head == NONE) {
+		e->next = NONE;
+		s->wkeys[s->nw] = key;
+	} else {
+		e->next = s->w[head].next;
+		s->w[head].next = s->nw;
+		s->wkeys[s->nw] = 0;
+	}
+	s->nw++;
 	return 0;
+dropped:
+	s->stats.weights_dropped++;
+	return -1;
 }
 
 bool wc_stacks_has(struct wc_stacks *s, uint64_t hash)
@@ -285,29 +312,62 @@ bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 	return true;
 }
 
-static int by_process(const void *a, const void *b)
+/* One stable counting pass on a digit of the key, from a into b; false
+ * (nothing moved) if every key has the same digit there. */
+static bool radix_pass(uint32_t *count, const struct order *a,
+		       struct order *b, uint32_t n, unsigned shift)
 {
-	const struct order *x = a, *y = b;
+	const uint32_t mask = (1u << RADIX_BITS) - 1;
+	uint32_t i, sum = 0, c;
 
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	if (x->ustack != y->ustack)
-		return x->ustack < y->ustack ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	memset(count, 0, (mask + 1) * sizeof(*count));
+	for (i = 0; i < n; i++)
+		count[(a[i].key >> shift) & mask]++;
+	if (count[(a[0].key >> shift) & mask] == n)
+		return false;
+	for (i = 0; i <= mask; i++) {
+		c = count[i];
+		count[i] = sum;
+		sum += c;
+	}
+	for (i = 0; i < n; i++)
+		b[count[(a[i].key >> shift) & mask]++] = a[i];
+	return true;
+}
+
+/* The walk's order: a radix sort, least significant digit first, so equal
+ * keys keep the order they were added in. */
+static const struct order *sort_order(struct wc_stacks *s)
+{
+	struct order *a = s->order, *b = s->sorted, *t;
+	unsigned pass;
+	uint32_t i;
+
+	for (i = 0; i < s->nw; i++) {
+		uint64_t u = s->w[i].ustack;
+
+		a[i].key = (uint64_t)s->w[i].tgid << 32 | (uint32_t)(u ^ u >> 32);
+		a[i].i = i;
+	}
+	if (!s->nw)
+		return a;
+	for (pass = 0; pass < RADIX_PASSES; pass++) {
+		if (!radix_pass(s->radix, a, b, s->nw, pass * RADIX_BITS))
+			continue;
+		t = a;
+		a = b;
+		b = t;
+	}
+	return a;
 }
 
 void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg)
 {
+	const struct order *order = sort_order(s);
 	uint32_t i;
 
 	for (i = 0; i < s->nw; i++) {
-		s->order[i].tgid = s->w[i].tgid;
-		s->order[i].i = i;
-		s->order[i].ustack = s->w[i].ustack;
-	}
-	qsort(s->order, s->nw, sizeof(*s->order), by_process);
-	for (i = 0; i < s->nw; i++) {
-		const struct weight *w = &s->w[s->order[i].i];
+		const struct weight *w = &s->w[order[i].i];
 		struct wc_stack_entry e = {
 			.group = s->names.name[w->group],
 			.tgid = w->tgid,
@@ -332,7 +392,8 @@ static void drop_stack(struct wc_stacks *s, uint32_t i)
 	s->free_list[s->nfree++] = i;
 }
 
-void wc_stacks_next_window(struct wc_stacks *s)
+void wc_stacks_next_window(struct wc_stacks *s, wc_stack_hash_fn let_go,
+			   void *arg)
 {
 	uint32_t i;
 
@@ -343,10 +404,35 @@ void wc_stacks_next_window(struct wc_stacks *s)
 	if (s->names.cap)
 		memset(s->names.slots, 0,
 		       2 * (size_t)s->names.cap * sizeof(*s->names.slots));
-	for (i = 0; i < s->max_stacks; i++)
-		if (s->held[i].hash && s->held[i].gen < s->gen)
+	for (i = 0; i < s->max_stacks; i++) {
+		struct held *h = &s->held[i];
+
+		if (!h->hash)
+			continue;
+		if (h->gen == s->gen) {
+			h->let_go = false;
+		} else if (h->let_go) {
 			drop_stack(s, i);
+		} else {
+			h->let_go = true;
+			if (let_go)
+				let_go(arg, h->hash);
+		}
+	}
 	s->gen++;
+	s->reapable = true;
+}
+
+void wc_stacks_reap(struct wc_stacks *s)
+{
+	uint32_t i;
+
+	if (!s->reapable)
+		return;
+	for (i = 0; i < s->max_stacks; i++)
+		if (s->held[i].let_go && s->held[i].gen < s->gen)
+			drop_stack(s, i);
+	s->reapable = false;
 }
 
 void wc_stacks_stats(const struct wc_stacks *s, struct wc_stacks_stats *out)

@@ -12,8 +12,11 @@
  *
  * The kernel stores each distinct stack once and hands it over once (take
  * deletes it), but weights naming it can keep arriving in later windows,
- * so a stack outlives the window it came in: it is freed once a whole
- * window has passed without naming it.  Not thread-safe.
+ * so a stack outlives the window it came in.  Once a whole window has
+ * passed without naming it, it is let go (the caller tells the kernel to
+ * store it again when it comes back) but kept until the caller reaps, so
+ * a weight the kernel recorded just before still finds it.  Not
+ * thread-safe.
  */
 #ifndef WC_STACKS_H
 #define WC_STACKS_H
@@ -55,6 +58,11 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 		  size_t max_stack_bytes, struct wc_stacks **out);
 void wc_stacks_free(struct wc_stacks *s);
 
+/* Start fetching what adding k, and asking for its stacks, will look at:
+ * a batch of weights goes faster prefetched all first. */
+void wc_stacks_prefetch(const struct wc_stacks *s,
+			const struct wc_stack_key *k);
+
 /* Add weight under group (copied) for a key drained from the kernel. */
 int wc_stacks_add(struct wc_stacks *s, const char *group,
 		  const struct wc_stack_key *k, uint64_t weight);
@@ -67,13 +75,20 @@ int wc_stacks_put(struct wc_stacks *s, uint64_t hash,
 bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 		   struct wc_stack_view *out);
 
-/* The window's weights grouped by process, and within one by user stack
- * (a symbolizer's caches then stay hot); in the same order every time. */
+/* The window's weights by process, and within one by a 32-bit fold of the
+ * user stack's hash, so that a user stack's weights follow each other (a
+ * symbolizer's caches then stay hot); in the same order every time. */
 typedef void (*wc_stack_entry_fn)(void *arg, const struct wc_stack_entry *e);
 void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg);
 
-/* Close the window: weights go, stacks unnamed for a whole window go. */
-void wc_stacks_next_window(struct wc_stacks *s);
+/* Close the window: weights go, stacks unnamed for a whole window are let
+ * go (let_go is called with each hash, if not NULL). */
+typedef void (*wc_stack_hash_fn)(void *arg, uint64_t hash);
+void wc_stacks_next_window(struct wc_stacks *s, wc_stack_hash_fn let_go,
+			   void *arg);
+/* Free the stacks let go and not named since.  A stack let go and never
+ * reaped is freed at the next window's end. */
+void wc_stacks_reap(struct wc_stacks *s);
 
 void wc_stacks_stats(const struct wc_stacks *s, struct wc_stacks_stats *out);
 

@@ -476,6 +476,11 @@ static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 	return 0;
 }
 
+void wc_sym_proc_prefetch(const struct wc_sym *s, pid_t pid)
+{
+	wc_idmap_prefetch(&s->pids, (uint64_t)pid);
+}
+
 int wc_sym_proc_note(struct wc_sym *s, pid_t pid)
 {
 	struct wc_sym_proc *p = proc_get(s, pid);
@@ -566,6 +571,28 @@ static int resolve(struct wc_sym *s, struct wc_sym_proc *p, uint64_t addr,
 	if (name)
 		return put_name(s, buf, len, name);
 	return put_module(s, buf, len, wc_mod_name(m->mod), &off);
+}
+
+bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr,
+		       bool caller, uint32_t *mod, uint64_t *off)
+{
+	struct wc_sym_proc *p = proc_get(s, pid);
+	const struct wc_sym_map *m;
+
+	if (!p)
+		return false;
+	if (caller && addr)
+		addr--;
+	/* resolve()'s order: a JIT's symbol first */
+	if (wc_symtab_find(&p->jit, addr))
+		return false;
+	m = find_map(p, addr);
+	if (!m || m->kind == MAP_ANON || !m->mod)
+		return false;
+	p->seen_cycle = s->cycle;
+	*mod = wc_mod_serial(m->mod);
+	*off = addr - m->start + m->pgoff;
+	return true;
 }
 
 int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,

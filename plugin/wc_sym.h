@@ -77,6 +77,19 @@ void wc_sym_free(struct wc_sym *s);
  * -1 if the process is unknown and unreadable.
  */
 int wc_sym_proc_note(struct wc_sym *s, pid_t pid);
+/*
+ * Where addr of pid lies in a mapped file: the module's serial and the
+ * file offset (caller: a return address, moved back into its call).  Two
+ * processes of one binary give the same place for the same code, and
+ * wc_sym_user() names a place alike in every process, so a caller may
+ * remember names by place.  false where the name depends on the process
+ * (JIT code, anonymous memory, an unknown process or address).
+ */
+bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr,
+		       bool caller, uint32_t *mod, uint64_t *off);
+
+/* Start fetching what noting pid will look at, for a batch of notes. */
+void wc_sym_proc_prefetch(const struct wc_sym *s, pid_t pid);
 /* The process exited: keep it until the end of the current cycle. */
 void wc_sym_proc_exited(struct wc_sym *s, pid_t pid);
 /* End of a flush cycle: forget exited and idle processes, trim caches,

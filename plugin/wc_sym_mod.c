@@ -37,6 +37,7 @@ struct wc_mod {
 	bool evicted;
 	bool stale; /* replaced by a newer file of the same inode */
 	unsigned refs;
+	uint32_t serial; /* never reused while the cache lives */
 	uint64_t last_cycle;
 	char name[]; /* base name */
 };
@@ -51,6 +52,7 @@ struct wc_mod_cache {
 	size_t bytes;
 	size_t other_bytes; /* the caller's, as of the last cycle */
 	uint64_t tick, cycle;
+	uint32_t serials; /* the last module's serial */
 	struct wc_mod_stats st;
 	char *own_vdso; /* our vdso's image, copied once when needed */
 	size_t own_vdso_len;
@@ -484,6 +486,7 @@ static struct wc_mod *mod_new(struct wc_mod_cache *c, uint64_t dev,
 		return NULL;
 	m->dev = dev;
 	m->ino = ino;
+	m->serial = ++c->serials;
 	memcpy(m->name, name, namelen);
 	m->last_cycle = c->cycle;
 	b = bucket_of(c, dev, ino);
@@ -713,6 +716,11 @@ const char *wc_mod_lookup(struct wc_mod_cache *c, struct wc_mod *mod,
 const char *wc_mod_name(const struct wc_mod *mod)
 {
 	return mod->name;
+}
+
+uint32_t wc_mod_serial(const struct wc_mod *mod)
+{
+	return mod->serial;
 }
 
 void wc_mod_cycle(struct wc_mod_cache *c, size_t other_bytes)

@@ -80,6 +80,8 @@ const char *wc_mod_lookup(struct wc_mod_cache *c, struct wc_mod *mod,
 			  uint64_t off);
 /* The file's base name, for "name+0xoffset". */
 const char *wc_mod_name(const struct wc_mod *mod);
+/* Which module this is: no two modules of the cache share one (from 1). */
+uint32_t wc_mod_serial(const struct wc_mod *mod);
 
 /* What the caller holds besides, counted against max_bytes when a new
  * table makes room. */

@@ -457,6 +457,55 @@ static int count_kthread_groups(bool kthreads)
 	return n;
 }
 
+/*
+ * Children that die at their first switch-out have their whole life sent
+ * through the exit ring, and stay zombies until reaped: a walk meeting one
+ * must not start tracking it, or once reaped it is a thread lost (the
+ * account hears of it no more).  Reads over 200 zombies, then after.
+ */
+static void test_zombies_not_adopted(void)
+{
+	struct wc_self_stats a, b;
+	struct wc_config cfg;
+	struct wc_engine *e;
+	pid_t kids[200];
+	char err[256];
+	int i, n = 0;
+
+	NEED_ROOT();
+	e = open_engine(&cfg, false);
+	CHECK(e != NULL);
+	if (!e)
+		return;
+	wc_engine_read(e, err, sizeof(err));
+	wc_engine_self(e, &a);
+	for (i = 0; i < 200; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(0);
+		n += kids[i] > 0;
+	}
+	usleep(100000);
+	for (i = 0; i < 3; i++)
+		wc_engine_read(e, err, sizeof(err));
+	for (i = 0; i < 200; i++)
+		if (kids[i] > 0)
+			waitpid(kids[i], NULL, 0);
+	for (i = 0; i < 3; i++)
+		wc_engine_read(e, err, sizeof(err));
+	wc_engine_self(e, &b);
+	printf("# %d zombies: %llu exits, %llu threads lost\n", n,
+	       (unsigned long long)(b.bpf.v[WC_CNT_EXITS] -
+				    a.bpf.v[WC_CNT_EXITS]),
+	       (unsigned long long)(b.acct.threads_lost -
+				    a.acct.threads_lost));
+	CHECK(n == 200);
+	CHECK(b.bpf.v[WC_CNT_EXITS] - a.bpf.v[WC_CNT_EXITS] >= 200);
+	CHECK(b.acct.threads_lost == a.acct.threads_lost);
+	wc_engine_close(e);
+	wc_config_free(&cfg);
+}
+
 static void test_kernel_threads_option(void)
 {
 	NEED_ROOT();
@@ -647,6 +696,7 @@ int main(int argc, char **argv)
 	RUN(test_most_switches_are_quick);
 	RUN(test_short_lived_threads);
 	RUN(test_exec_from_thread);
+	RUN(test_zombies_not_adopted);
 	RUN(test_kernel_threads_option);
 	RUN(test_idle_is_not_a_process);
 	if (fork() == 0) /* leave the directory to rm, not to this process */

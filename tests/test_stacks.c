@@ -183,15 +183,19 @@ struct run {
 	struct wc_collector *c;
 };
 
-static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
+static void on_weights(void *arg, const struct wc_stack_key *k,
+		       const uint64_t *w, size_t n)
 {
 	struct run *r = arg;
+	size_t i;
 
-	if (k->tgid != (uint32_t)r->pid || r->n >= MAX_WEIGHTS)
-		return;
-	r->w[r->n].k = *k;
-	r->w[r->n].w = w;
-	r->n++;
+	for (i = 0; i < n; i++) {
+		if (k[i].tgid != (uint32_t)r->pid || r->n >= MAX_WEIGHTS)
+			continue;
+		r->w[r->n].k = k[i];
+		r->w[r->n].w = w[i];
+		r->n++;
+	}
 }
 
 /* Stacks by hash: every stack the table's drains bring is kept, as the
@@ -249,11 +253,21 @@ static void copies_reset(void)
 	memset(copy_index, 0, COPY_SLOTS * sizeof(*copy_index));
 }
 
+/* As the engine does: stacks drained are told held, so the kernel only
+ * names them from then on.  resent: drained again after that. */
+static bool tell_held;
+static size_t resent;
+
 static void on_table_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 {
-	struct stack_copy *c = hash > 1 ? copy_add(hash) : NULL;
+	struct run *r = arg;
+	struct stack_copy *c;
 
-	(void)arg;
+	if (tell_held && hash > 1) {
+		resent += copy_of(hash) != NULL;
+		wc_collector_held(r->c, hash);
+	}
+	c = hash > 1 ? copy_add(hash) : NULL;
 	if (!c)
 		return;
 	c->s = *st;
@@ -267,7 +281,7 @@ static void drain(struct run *r)
 {
 	char err[256];
 
-	if (wc_collector_drain_stacks(r->c, on_weight, r, err, sizeof(err))) {
+	if (wc_collector_drain_stacks(r->c, on_weights, r, err, sizeof(err))) {
 		printf("  drain: %s\n", err);
 		drain_errors++;
 	}
@@ -297,31 +311,18 @@ static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
 
 
 
-static bool profile_in(struct run *r, unsigned int min_block_us,
-		       uint32_t stack_entries, const char *const *args)
+/* Run the workload to its end, draining as the daemon does. */
+static bool run_workload(struct run *r, const char *const *args)
 {
-	struct wc_collector_opts o = {
-		.sample_hz = 99,
-		.exit_ring_kib = 1024,
-		.stacks = true,
-		.min_block_us = min_block_us,
-		.stack_entries = stack_entries,
-	};
 	const char *argv[32];
-	char err[1024];
 	int n = 0, status, polls = 0;
 
-	memset(r, 0, sizeof(*r));
-	copies_reset();
-	r->w = calloc(MAX_WEIGHTS, sizeof(*r->w));
-	if (!r->w || wc_collector_open(&o, &r->c, err, sizeof(err))) {
-		printf("  collector: %s\n", r->w ? err : "out of memory");
-		return false;
-	}
+	r->bias = 0;
 	argv[n++] = workload;
 	while (*args && n < 30)
 		argv[n++] = *args++;
 	argv[n] = NULL;
+	fflush(stdout); /* the child's freopen would print it again */
 	r->pid = fork();
 	if (r->pid == 0) {
 		freopen("/dev/null", "w", stdout);
@@ -341,6 +342,29 @@ static bool profile_in(struct run *r, unsigned int min_block_us,
 	wc_collector_counters(r->c, &r->cnt);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->bias &&
 	       polls > 2;
+}
+
+static bool profile_in(struct run *r, unsigned int min_block_us,
+		       uint32_t stack_entries, const char *const *args)
+{
+	struct wc_collector_opts o = {
+		.sample_hz = 99,
+		.exit_ring_kib = 1024,
+		.stacks = true,
+		.min_block_us = min_block_us,
+		.stack_entries = stack_entries,
+		.held_stacks = MAX_WEIGHTS,
+	};
+	char err[1024];
+
+	memset(r, 0, sizeof(*r));
+	copies_reset();
+	r->w = calloc(MAX_WEIGHTS, sizeof(*r->w));
+	if (!r->w || wc_collector_open(&o, &r->c, err, sizeof(err))) {
+		printf("  collector: %s\n", r->w ? err : "out of memory");
+		return false;
+	}
+	return run_workload(r, args);
 }
 
 static bool profile(struct run *r, unsigned int min_block_us,
@@ -582,6 +606,56 @@ static void test_stack_table_drains(void)
 	finish(&r);
 }
 
+/* Stacks the drain told held are named, not stored again: the sleeper's
+ * 5 ms naps keep naming the same two stacks, which the table brings once.
+ * Let go, they are stored again the next time they come. */
+static void test_held_stacks_named_only(void)
+{
+	const char *args[] = {"--sleep", "1", "--sleep-ms", "5", "--seconds",
+			      "2", NULL};
+	size_t i, names = 0, found = 0, first_resent, drained;
+	uint64_t known;
+	struct run r;
+
+	NEED_ROOT();
+	tell_held = true;
+	resent = 0;
+	CHECK(profile(&r, 1000, args));
+	for (i = 0; i < r.n; i++) {
+		uint64_t h[2] = {r.w[i].k.ustack, r.w[i].k.kstack};
+		int j;
+
+		for (j = 0; j < 2; j++) {
+			names += h[j] > 1;
+			found += h[j] > 1 && copy_of(h[j]) && copy_of(h[j])->drained;
+		}
+	}
+	known = r.cnt.v[WC_CNT_STACKS_KNOWN];
+	first_resent = resent;
+	drained = ncopies;
+	printf("# held: %zu stacks drained host-wide, %zu of them again, %"
+	       PRIu64 " found held by the kernel; the sleeper's %zu weights "
+	       "name %zu stacks, %zu drained\n",
+	       drained, first_resent, known, r.n, names, found);
+	/* ~400 naps, each naming a user and a kernel stack */
+	CHECK(known > 400);
+	CHECK(first_resent * 10 < drained);
+	CHECK(names > 0 && found == names);
+	/* let go of all: the next naps store their stacks again */
+	for (i = 0; i < ncopies; i++)
+		wc_collector_let_go(r.c, copies[i].hash);
+	resent = 0;
+	r.n = 0;
+	CHECK(run_workload(&r, args));
+	printf("# held: after letting go, %zu stacks drained again, %" PRIu64
+	       " more found held\n",
+	       resent, (uint64_t)(r.cnt.v[WC_CNT_STACKS_KNOWN] - known));
+	CHECK(resent >= 2);
+	CHECK(r.cnt.v[WC_CNT_STACKS_KNOWN] - known > 400);
+	tell_held = false;
+	finish(&r);
+}
+
 /* A stack deeper than the short table's layout comes back whole, through
  * the table for deep stacks: 40 frames of descend() above the sleep. */
 static void test_deep_stacks(void)
@@ -742,6 +816,7 @@ int main(int argc, char **argv)
 	RUN(test_offcpu_sleep_stacks);
 	RUN(test_short_waits_not_walked);
 	RUN(test_stack_table_drains);
+	RUN(test_held_stacks_named_only);
 	RUN(test_deep_stacks);
 	RUN(test_full_tables);
 	RUN(test_threshold);

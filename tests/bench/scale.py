@@ -21,8 +21,9 @@ second, so they need room for a second's worth; the drop counters show
 whether they had it).  Printed, median and
 range where there are several values:
 
-  - read time (the plugin's duration-read: drain the kernel tables, walk
-    the threads; the flush is not in it): the first read, later reads,
+  - drain time (total_time_in_ms-drain) and the stacks copied out;
+  - read time (the plugin's duration-read: walk the threads and account
+    them; the drains and the flush are not in it): the first read, later reads,
     reads at a flush,
   - flush time (duration-flush): the first flush (cold symbol caches)
     against the later ones, and read + flush at a flush read,
@@ -358,13 +359,30 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
     flush = [v for _, v in flush_rows]
     whole = [v + r[1] for t, v in flush_rows
              for r in [wctest.row_at(reads, t, 0.5)] if r]
-    print("\n# read (duration-read: drain the kernel tables, walk the "
-          "threads; the flush is not in it)")
+    print("\n# read (duration-read: walk the threads and account them; "
+          "the drains and the flush are not in it)")
     first = [v for _, v in reads[:1]]
     print(f"{'first read':34s} {fmt_range(first, 1e3, ' ms')}")
     print(f"{'later reads, no flush':34s} {fmt_range(r_plain, 1e3, ' ms')}")
     print(f"{'later reads at a flush':34s} {fmt_range(r_flush, 1e3, ' ms')}")
     figures["read"] = bool(reads)
+    drain = self_rows(cd, "total_time_in_ms-drain")
+    copied = self_rows(cd, "derive-stacks_copied")
+    known = self_rows(cd, "derive-stacks_known")
+    if len(drain) > 1:
+        span = drain[-1][0] - drain[0][0]
+        ms = drain[-1][1] - drain[0][1]
+        print("\n# drain (total_time_in_ms-drain: emptying the kernel's stack "
+              "tables, every second and at each flush)")
+        print(f"{'time spent draining':34s} {ms:.0f} ms over {span:.0f} s "
+              f"= {100 * ms / 1e3 / span:.2f} % of one CPU")
+        if len(copied) > 1 and len(known) > 1:
+            c = copied[-1][1] - copied[0][1]
+            k = known[-1][1] - known[0][1]
+            print(f"{'stacks copied out / found held':34s} {c / span:.0f} "
+                  f"/ {k / span:.0f} a second ({100 * k / max(c + k, 1):.1f} "
+                  f"% named without a copy)")
+    figures["drain"] = len(drain) > 1
     print("\n# flush: symbolize, fold, write folded + SVG (duration-flush)")
     print(f"{'first flush (cold caches)':34s} "
           f"{fmt_range(flush[:1], 1e3, ' ms')}")
@@ -408,6 +426,11 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
     if fr and fn and fr[-1][1]:
         print(f"{'frames symbolized / named':34s} {fr[-1][1]:.0f} / "
               f"{fn[-1][1]:.0f} ({100 * fn[-1][1] / fr[-1][1]:.2f} %)")
+    mh = self_rows(cd, "derive-flush_memo_hits")
+    mm = self_rows(cd, "derive-flush_memo_misses")
+    if mh and mm and mh[-1][1] + mm[-1][1]:
+        print(f"{'flush memo hits / misses':34s} {mh[-1][1]:.0f} / "
+              f"{mm[-1][1]:.0f} (symbolized: the misses)")
     paths, iter_s, picks, distinct = model(a)
     print(f"{'model: path picks per window':34s} {picks:.0f} over {paths} "
           f"paths -> ~{distinct:.0f} distinct call paths")

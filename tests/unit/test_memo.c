@@ -86,6 +86,39 @@ static void test_frames_keyed(void)
 	wc_memo_free(m);
 }
 
+/* Places are their own keys beside the frames', in the same table. */
+static void test_places(void)
+{
+	struct wc_memo *m = wc_memo_new(4, 64);
+	struct wc_memo_stats st;
+	uint32_t id = 0;
+	bool named = false;
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK(!wc_memo_place_get(m, 3, 0x1000, &id, &named));
+	CHECK(wc_memo_place_put(m, 3, 0x1000, 11, true));
+	/* offset 0 is a place, unlike address 0 */
+	CHECK(wc_memo_place_put(m, 3, 0, 12, false));
+	CHECK(wc_memo_frame_put(m, 3, 0x1001, false, 13, false));
+	CHECK(wc_memo_place_get(m, 3, 0x1000, &id, &named));
+	CHECK(id == 11 && named);
+	wc_memo_get_stats(m, &st);
+	CHECK(st.place_hits == 1 && st.frame_misses == 0);
+	CHECK(wc_memo_place_get(m, 3, 0, &id, &named));
+	CHECK(id == 12 && !named);
+	CHECK(!wc_memo_place_get(m, 4, 0x1000, &id, &named));
+	/* pid 3 is not module 3: a place is stored at offset + 1, here
+	 * beside the frame at 0x1001 */
+	CHECK(!wc_memo_frame_get(m, 3, 0x1000, false, &id, &named));
+	CHECK(wc_memo_frame_get(m, 3, 0x1001, false, &id, &named));
+	CHECK(id == 13);
+	wc_memo_reset(m);
+	CHECK(!wc_memo_place_get(m, 3, 0x1000, &id, &named));
+	wc_memo_free(m);
+}
+
 static void test_frame_bounds(void)
 {
 	struct wc_memo *m = wc_memo_new(1, 100);
@@ -165,6 +198,7 @@ int main(void)
 	RUN(test_stack_put_get);
 	RUN(test_stack_bounds);
 	RUN(test_frames_keyed);
+	RUN(test_places);
 	RUN(test_frame_bounds);
 	RUN(test_reset_reuses);
 	RUN(test_bad_sizes);

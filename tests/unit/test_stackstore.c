@@ -59,7 +59,7 @@ static void test_weights_merge(void)
 	CHECK(wc_stacks_add(s, "other", &a, 1) == 0);
 	wc_stacks_foreach(s, add_up, &sum);
 	CHECK(sum.n == 3 && sum.total == 1008);
-	wc_stacks_next_window(s);
+	wc_stacks_next_window(s, NULL, NULL);
 	sum.n = 0;
 	sum.total = 0;
 	wc_stacks_foreach(s, add_up, &sum);
@@ -84,6 +84,42 @@ static void note_order(void *arg, const struct wc_stack_entry *e)
 
 /* The walk brings one process's weights together, and within one the
  * weights of a user stack, whatever order they came in. */
+struct runs {
+	uint32_t n, tgid, bad;
+	uint64_t ustack;
+	uint64_t seen[128]; /* (tgid, ustack) runs met, as tgid ^ ustack */
+	uint32_t nseen;
+};
+
+static void note_run(void *arg, const struct wc_stack_entry *e)
+{
+	struct runs *r = arg;
+	uint32_t i;
+
+	if (r->n++ && e->tgid == r->tgid && e->ustack == r->ustack)
+		return;
+	if (r->n > 1 && e->tgid < r->tgid)
+		r->bad++;
+	/* a new run: its stack must not have had one in this process */
+	for (i = 0; i < r->nseen; i++)
+		if (r->seen[i] == (e->tgid ^ e->ustack))
+			r->bad++;
+	if (r->nseen < 128)
+		r->seen[r->nseen++] = e->tgid ^ e->ustack;
+	r->tgid = e->tgid;
+	r->ustack = e->ustack;
+}
+
+static void runs_check(struct wc_stacks *s)
+{
+	struct runs r = {0};
+
+	wc_stacks_foreach(s, note_run, &r);
+	CHECK(r.n == 3000 && r.bad == 0);
+	/* 3 processes x 37 user stacks */
+	CHECK(r.nseen == 111);
+}
+
 static void test_walk_by_process(void)
 {
 	static const uint32_t tgids[] = {30, 10, 20, 10, 30, 10, 20, 10};
@@ -100,10 +136,21 @@ static void test_walk_by_process(void)
 	}
 	wc_stacks_foreach(s, note_order, &w);
 	CHECK(w.n == 8);
+	/* small hashes fold to themselves: in order */
 	for (i = 1; i < w.n; i++)
 		CHECK(w.tgid[i - 1] < w.tgid[i] ||
 		      (w.tgid[i - 1] == w.tgid[i] &&
 		       w.ustack[i - 1] <= w.ustack[i]));
+	wc_stacks_free(s);
+	/* real ones: a process's user stacks each in one run */
+	CHECK(wc_stacks_new(4096, 64, 1 << 20, &s) == 0);
+	for (i = 0; i < 3000; i++) {
+		uint64_t u = (i % 37 + 1) * 0x9e3779b97f4a7c15ULL;
+		struct wc_stack_key k = key(1000 - i % 3, WC_SLEEP, u, i);
+
+		CHECK(wc_stacks_add(s, "app", &k, 1) == 0);
+	}
+	runs_check(s);
 	wc_stacks_free(s);
 }
 
@@ -147,7 +194,7 @@ static void test_group_names(void)
 		CHECK(g.bad == 0);
 		for (j = 0; j < 100; j++)
 			CHECK(g.w[j] == 3 * (j + 1));
-		wc_stacks_next_window(s);
+		wc_stacks_next_window(s, NULL, NULL);
 	}
 	wc_stacks_free(s);
 }
@@ -168,7 +215,7 @@ static void test_weights_bound(void)
 	CHECK(st.weights == 100);
 	CHECK(st.weights_dropped == 50);
 	/* a new window has room again */
-	wc_stacks_next_window(s);
+	wc_stacks_next_window(s, NULL, NULL);
 	{
 		struct wc_stack_key k = key(999, WC_ONCPU, 2, 3);
 
@@ -189,15 +236,67 @@ static void test_stacks_held_across_windows(void)
 	CHECK(wc_stacks_get(s, 77, &v) && v.nr == 5 && v.ip[0] == 0x1000 &&
 	      v.ip[4] == 0x1004);
 	/* named in this window: kept through its end */
-	wc_stacks_next_window(s);
+	wc_stacks_next_window(s, NULL, NULL);
 	CHECK(wc_stacks_get(s, 77, &v));
 	/* named again in the next one: kept again */
 	CHECK(wc_stacks_has(s, 77));
-	wc_stacks_next_window(s);
+	wc_stacks_next_window(s, NULL, NULL);
 	CHECK(wc_stacks_get(s, 77, &v));
-	/* a whole window without it: gone */
-	wc_stacks_next_window(s);
+	/* a whole window without it: let go, still held until reaped */
+	wc_stacks_next_window(s, NULL, NULL);
+	CHECK(wc_stacks_get(s, 77, &v));
+	wc_stacks_reap(s);
 	CHECK(!wc_stacks_get(s, 77, &v));
+	wc_stacks_free(s);
+}
+
+struct let_go_log {
+	uint64_t hash[8];
+	uint32_t n;
+};
+
+static void note_let_go(void *arg, uint64_t hash)
+{
+	struct let_go_log *l = arg;
+
+	if (l->n < 8)
+		l->hash[l->n] = hash;
+	l->n++;
+}
+
+/* A stack is let go once, at the end of its first window unnamed, and
+ * kept until reaped; named again before that it stays.  Never reaped, it
+ * goes at the end of the next window. */
+static void test_stacks_let_go(void)
+{
+	struct wc_stacks *s;
+	struct wc_stack st = stack_of(3, 0x2000);
+	struct wc_stack_view v;
+	struct let_go_log l = {{0}, 0};
+
+	CHECK(wc_stacks_new(16, 16, 1 << 20, &s) == 0);
+	CHECK(wc_stacks_put(s, 41, &st) == 0);
+	CHECK(wc_stacks_put(s, 42, &st) == 0);
+	CHECK(wc_stacks_put(s, 43, &st) == 0);
+	wc_stacks_next_window(s, note_let_go, &l); /* all named */
+	CHECK(l.n == 0);
+	CHECK(wc_stacks_has(s, 42));
+	wc_stacks_next_window(s, note_let_go, &l);
+	CHECK(l.n == 2 && l.hash[0] == 41 && l.hash[1] == 43);
+	/* a late weight names 41 before the reap: kept */
+	CHECK(wc_stacks_has(s, 41));
+	wc_stacks_reap(s);
+	CHECK(wc_stacks_get(s, 41, &v) && wc_stacks_get(s, 42, &v));
+	CHECK(!wc_stacks_get(s, 43, &v));
+	/* 41 named in this window: kept, and let go once more later */
+	wc_stacks_next_window(s, note_let_go, &l);
+	CHECK(l.n == 3 && l.hash[2] == 42);
+	wc_stacks_next_window(s, note_let_go, &l);
+	/* 42 was let go and never reaped: gone; 41 let go now */
+	CHECK(!wc_stacks_get(s, 42, &v) && wc_stacks_get(s, 41, &v));
+	CHECK(l.n == 4 && l.hash[3] == 41);
+	wc_stacks_reap(s);
+	CHECK(!wc_stacks_get(s, 41, &v));
 	wc_stacks_free(s);
 }
 
@@ -222,9 +321,13 @@ static void test_stacks_bounds(void)
 	CHECK(st.stacks == 2);
 	CHECK(st.stacks_dropped == 5);
 	CHECK(st.stack_bytes == 2 * 100 * sizeof(uint64_t));
-	/* once they are gone there is room; a nonsense depth is clamped */
-	wc_stacks_next_window(s);
-	wc_stacks_next_window(s);
+	/* once they are gone (named in the first window, let go at the end
+	 * of the second, then reaped) there is room; a nonsense depth is
+	 * clamped */
+	wc_stacks_next_window(s, NULL, NULL);
+	wc_stacks_next_window(s, NULL, NULL);
+	CHECK(wc_stacks_put(s, 9, &big) != 0);
+	wc_stacks_reap(s);
 	big.nr = 100000;
 	CHECK(wc_stacks_put(s, 9, &big) == 0);
 	{
@@ -252,7 +355,8 @@ static void test_many_windows_no_growth(void)
 				wc_stacks_put(s, h, &st1);
 			wc_stacks_add(s, "app", &k, 1000);
 		}
-		wc_stacks_next_window(s);
+		wc_stacks_next_window(s, NULL, NULL);
+		wc_stacks_reap(s);
 	}
 	wc_stacks_stats(s, &st);
 	CHECK(st.stacks <= 500);
@@ -268,6 +372,7 @@ int main(void)
 	RUN(test_group_names);
 	RUN(test_weights_bound);
 	RUN(test_stacks_held_across_windows);
+	RUN(test_stacks_let_go);
 	RUN(test_stacks_bounds);
 	RUN(test_many_windows_no_growth);
 	return check_done();

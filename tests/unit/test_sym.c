@@ -1124,6 +1124,54 @@ static void test_sharing(void)
 	fx_stop(&f3);
 }
 
+/* A place is the module and file offset: the same function in two
+ * processes of one binary (at other addresses: PIE) is one place, in a
+ * copy of the file another; JIT code and anonymous memory have none. */
+static void test_places(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	const char *argv_copy[] = {fx("fx_pie_copy"), NULL};
+	const char *argv_jit[] = {fx("fx_pie"), "--jit", NULL};
+	struct fixture f1, f2, f3, fj;
+	uint32_t m1 = 0, m2 = 0, m3 = 0, mj;
+	uint64_t o1 = 0, o2 = 0, o3 = 0, oj, a1, a2;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	CHECK(copy_file(fx("fx_pie"), fx("fx_pie_copy")) == 0);
+	if (!fx_start(&f1, argv) || !fx_start(&f2, argv) ||
+	    !fx_start(&f3, argv_copy) || !fx_start(&fj, argv_jit)) {
+		CHECK(!"fixtures started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f1.pid) == 0 &&
+	      wc_sym_proc_note(s, f2.pid) == 0 &&
+	      wc_sym_proc_note(s, f3.pid) == 0 &&
+	      wc_sym_proc_note(s, fj.pid) == 0);
+	a1 = fx_addr(&f1, "alpha");
+	a2 = fx_addr(&f2, "alpha");
+	CHECK(wc_sym_user_place(s, f1.pid, a1, false, &m1, &o1));
+	CHECK(wc_sym_user_place(s, f2.pid, a2, false, &m2, &o2));
+	CHECK(wc_sym_user_place(s, f3.pid, fx_addr(&f3, "alpha"), false, &m3,
+				&o3));
+	CHECK(m1 != 0 && m1 == m2 && o1 == o2);
+	CHECK(m3 != m1 && o3 == o1);
+	/* a return address is placed inside its call, as it is named */
+	CHECK(wc_sym_user_place(s, f1.pid, a1 + 1, true, &m2, &o2));
+	CHECK(m2 == m1 && o2 == o1);
+	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_one"), false,
+				 &mj, &oj));
+	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_gap"), false,
+				 &mj, &oj));
+	CHECK(!wc_sym_user_place(s, 0x3fffff, a1, false, &mj, &oj));
+	wc_sym_free(s);
+	fx_stop(&f1);
+	fx_stop(&f2);
+	fx_stop(&f3);
+	fx_stop(&fj);
+}
+
 /* The table evicted is the one used longest ago: a binary's table that
  * a lookup just used stays, one only loaded earlier goes. */
 static void test_lru(void)
@@ -1627,6 +1675,7 @@ int main(void)
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
 	RUN(test_sharing);
+	RUN(test_places);
 	RUN(test_lru);
 	RUN(test_bounds);
 	RUN(test_corrupt_elf);
