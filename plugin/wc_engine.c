@@ -16,10 +16,10 @@
  * (the kernel's tables, drained every second): a window spans many reads. */
 #define WINDOW_FACTOR 8u
 #define WINDOW_STACK_BYTES (64u << 20)
-/* Stacks let go are freed at the first read after a drain that began this
- * long after: a program that found one held just before runs for
- * microseconds, and its weight is drained by then.  A wait under way that
- * parked one is seen by the read's walk. */
+/* Stacks let go are freed by a drain that begins this long after, and
+ * after a read's walk: a program that found one held just before runs for
+ * microseconds, and its weight is drained by then; a wait under way that
+ * parked one is named by its record in the walk. */
 #define LET_GO_NS 100000000ULL
 
 struct wc_engine {
@@ -34,7 +34,7 @@ struct wc_engine {
 	uint64_t weights_unowned;
 	uint64_t drain_ns, stacks_copied;
 	uint64_t let_go_ns; /* when stacks were last let go */
-	bool reap_due;	    /* a drain has run since, LET_GO_NS later */
+	bool walked;	    /* a read's walk has begun since */
 	/* weights drained between reads whose process the account does not
 	 * know yet (born since the last read): placed at the next read */
 	struct deferred *deferred;
@@ -150,8 +150,8 @@ static int drain(struct wc_engine *e, char *err, size_t errlen)
 	if (rc == 0)
 		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
 						    err, errlen);
-	if (rc == 0 && start >= e->let_go_ns + LET_GO_NS)
-		e->reap_due = true;
+	if (rc == 0 && e->walked && start >= e->let_go_ns + LET_GO_NS)
+		wc_stacks_reap(e->stacks);
 	e->drain_ns += mono_ns() - start;
 	return rc;
 }
@@ -190,11 +190,9 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	 * known, and new ones have their group */
 	if (e->stacks)
 		place_deferred(e);
-	/* after the walk: it named the stacks parked by waits under way */
-	if (e->stacks && e->reap_due && rc == 0) {
-		wc_stacks_reap(e->stacks);
-		e->reap_due = false;
-	}
+	/* it named the stacks parked by waits under way */
+	if (rc == 0 && start > e->let_go_ns)
+		e->walked = true;
 	e->read_ns = mono_ns() - start;
 	return rc;
 }
@@ -231,7 +229,7 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 	rc = wc_flush_write(e->flush, e->stacks, when);
 	wc_stacks_next_window(e->stacks, let_go, e);
 	e->let_go_ns = mono_ns();
-	e->reap_due = false;
+	e->walked = false;
 	give_back_memory();
 	return rc;
 }
