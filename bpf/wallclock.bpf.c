@@ -1549,6 +1549,7 @@ static __always_inline bool snapshot(struct task_struct *task,
 		r->id = t->id;
 		r->samples = t->samples;
 		r->parked_ustack = t->parked_ustack;
+		r->owed_kstack = t->owed_ns ? t->owed_kstack : STACK_NONE;
 		return true;
 	}
 	return false;

@@ -58,6 +58,7 @@ struct wc_task_rec {
 	__u64 time_ns[WC_NSLOTS];
 	__u64 samples; /* on-CPU samples taken while this thread ran */
 	__u64 parked_ustack; /* stack hash a wait under way will name */
+	__u64 owed_kstack;   /* stack hash an owed wait will name */
 	__u32 tid;
 	__u32 tgid;
 	__u32 flags;

@@ -419,11 +419,12 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		       strerror(errno));
 		goto fail;
 	}
-	if (o->stacks && map_held(c)) {
-		wc_err(err, errlen, "mapping the held-stacks set failed: %s",
+	/* without it the programs store every stack they take, as before */
+	if (o->stacks && map_held(c))
+		wc_log(WC_LOG_WARN,
+		       "mapping the held-stacks set failed (%s): stacks are "
+		       "copied out of the kernel every time they are taken",
 		       strerror(errno));
-		goto fail;
-	}
 	c->exit_ring = ring_buffer__new(bpf_map__fd(c->skel->maps.exits),
 					on_exit_record, c, NULL);
 	if (!c->exit_ring) {

@@ -65,10 +65,13 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 		wc_account_prefetch(e->account, recs[i].id);
 	for (i = 0; i < n; i++) {
 		wc_account_record(e->account, &recs[i]);
-		/* a wait under way will name its parked stack when it ends:
-		 * keep it however long that takes */
+		/* a wait under way will name its parked stack when it ends,
+		 * and an owed wait its kernel stack when it is settled: keep
+		 * them however long that takes */
 		if (e->stacks && recs[i].parked_ustack > 1)
 			wc_stacks_has(e->stacks, recs[i].parked_ustack);
+		if (e->stacks && recs[i].owed_kstack > 1)
+			wc_stacks_has(e->stacks, recs[i].owed_kstack);
 	}
 }
 
@@ -241,9 +244,13 @@ int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
 
 	if (!e->stacks)
 		return wc_err(err, errlen, "stacks are off");
-	if (flush_window(e, when, &drained, err, errlen) && !drained)
+	if (flush_window(e, when, &drained, err, errlen))
 		return wc_err(err, errlen, "the file was not written");
-	return drained ? -1 : 0;
+	/* the file holds what the earlier drains took */
+	if (drained)
+		wc_log(WC_LOG_WARN, "the last drain before the file failed: %s",
+		       err);
+	return 0;
 }
 
 int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,

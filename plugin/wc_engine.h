@@ -61,8 +61,8 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 			  size_t errlen);
 
 /* Flush now, whatever the interval (a command-line recording's end).
- * 0, or -1 if stacks are off, the drain failed or the file was not
- * written (err says which). */
+ * 0, or -1 if stacks are off or the file was not written (err says
+ * which); a failed last drain is logged, and the file written without. */
 int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
 		    size_t errlen);
 

@@ -143,6 +143,9 @@ static int run_workload(struct wc_engine *e, const char *name,
 		if (wc_engine_read(e, err, sizeof(err)))
 			printf("  read: %s\n", err);
 	}
+	/* the parent hears of the death before the last thread's final
+	 * switch-out, which sends its final record: let it happen */
+	usleep(100000);
 	if (wc_engine_read(e, err, sizeof(err)))
 		printf("  read: %s\n", err);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
