@@ -55,6 +55,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Mark a stack named as in use, if it is held already (one new since
+ * comes with the stack table's next drain). */
+static void keep_stack(struct wc_engine *e, uint64_t hash)
+{
+	if (hash > 1)
+		wc_stacks_has(e->stacks, hash);
+}
+
 static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 {
 	struct wc_engine *e = arg;
@@ -68,10 +76,10 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 		/* a wait under way will name its parked stack when it ends,
 		 * and an owed wait its kernel stack when it is settled: keep
 		 * them however long that takes */
-		if (e->stacks && recs[i].parked_ustack > 1)
-			wc_stacks_has(e->stacks, recs[i].parked_ustack);
-		if (e->stacks && recs[i].owed_kstack > 1)
-			wc_stacks_has(e->stacks, recs[i].owed_kstack);
+		if (!e->stacks)
+			continue;
+		keep_stack(e, recs[i].parked_ustack);
+		keep_stack(e, recs[i].owed_kstack);
 	}
 }
 
@@ -91,14 +99,6 @@ static void let_go(void *arg, uint64_t hash)
 	struct wc_engine *e = arg;
 
 	wc_collector_let_go(e->collector, hash);
-}
-
-/* Mark a stack the window names as in use, if it is held already (one
- * new in this read comes with the stack table's drain, right after). */
-static void keep_stack(struct wc_engine *e, uint64_t hash)
-{
-	if (hash > 1)
-		wc_stacks_has(e->stacks, hash);
 }
 
 static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
