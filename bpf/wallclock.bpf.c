@@ -105,8 +105,8 @@ struct wc_place {
 /*
  * The fields every switch-out touches come first: the kernel keeps a task
  * storage value at the start of a cache line (after one pointer), so
- * they fill two lines, and the rest is read only when stacks are walked
- * or the iterator looks.
+ * they fill two lines, which are also all the walk reads; the rest is
+ * read only when stacks are walked or samples taken.
  */
 struct wc_task {
 	__u32 seq;     /* odd while being charged */
@@ -127,21 +127,27 @@ struct wc_task {
 	__u64 time_ns[WC_NSLOTS];
 	__u64 id;
 	__u64 samples;
+	/* A long wait from a place that had only short ones lately: its user
+	 * stack was not taken, so the next sleep from the same place lends
+	 * its own (same system call, same stack depth: same call site).  The
+	 * walk reads owed_ns: in the second line. */
+	__u64 owed_ns;
+	/* where the walk found the next thread's entry last time (an address,
+	 * maybe stale): the walk loads it early, see warm_next() */
+	__u64 next_hint;
+	struct wc_place places[WC_PLACES]; /* the third line */
+	__u32 last_place; /* where the previous wait began: likely again */
+	__u32 owed_key;
+	__u64 owed_kstack;
+	__u32 owed_kind;
+	__u32 pad2;
 	/* se.sum_exec_runtime at the thread's last sample: a sample's stack
 	 * is weighted with the run time since, so each thread's stacks add
 	 * up to its own run time, whatever the sampling luck of others. */
 	__u64 sample_exec_ns;
-	struct wc_place places[WC_PLACES];
-	__u32 last_place; /* where the previous wait began: likely again */
-	__u32 owed_key;
-	/* A long wait from a place that had only short ones lately: its user
-	 * stack was not taken, so the next sleep from the same place lends
-	 * its own (same system call, same stack depth: same call site). */
-	__u64 owed_ns;
-	__u64 owed_kstack;
-	__u32 owed_kind;
-	__u32 pad2;
 };
+_Static_assert(__builtin_offsetof(struct wc_task, places) == 2 * 64 - 8,
+	       "the walk's fields fill the entry's first two cache lines");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -1555,12 +1561,107 @@ static __always_inline bool snapshot(struct task_struct *task,
 	return false;
 }
 
+/* libbpf's bpf_ksym_exists, which Debian 12's libbpf lacks */
+#define ksym_exists(sym) (!!(sym))
+
+/* 6.2+; where it is missing the walk only goes without the warming */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __weak __ksym;
+
+/*
+ * The walk chases pointers: a thread's record takes some fifteen cache
+ * lines (eight of its task_struct, its storage's pointer table, its entry,
+ * its quick slot) that miss one after another when each load waits for
+ * the branch before it, and the next thread is found only from this one.
+ * So the walk asks for the next thread's lines while it works on this
+ * one: its task's fields (the thread list gives its address), its entry
+ * (where the last walk found it: next_hint), and, once its storage pointer
+ * has come in, its storage's table.  Loads through a hint are checked (a
+ * stale or garbage address reads 0), and their values are not used.
+ * Measured at 10,000 threads: about a quarter off the walk's CPU time.
+ */
+static __always_inline struct task_struct *unchecked(unsigned long addr)
+{
+	return bpf_rdonly_cast((void *)addr,
+			       bpf_core_type_id_kernel(struct task_struct));
+}
+
+static __always_inline void touch(unsigned long addr)
+{
+	struct list_head *l = bpf_rdonly_cast(
+		(void *)addr, bpf_core_type_id_kernel(struct list_head));
+	void *v = l->next;
+
+	barrier_var(v);
+}
+
+/* The next thread in the list, or (after the last) an address in the
+ * process's signal_struct: only ever loaded from, checked. */
+static __always_inline struct task_struct *next_of(struct task_struct *task)
+{
+	return unchecked((unsigned long)task->thread_node.next -
+			 bpf_core_field_offset(struct task_struct,
+					       thread_node));
+}
+
+/* The fields the record reads, and the two the iterator's next step does
+ * (signal, thread_node). */
+static __always_inline void warm_task(struct task_struct *task)
+{
+	__u64 a = task->se.sum_exec_runtime;
+	__u64 b = task->sched_info.run_delay;
+	__u64 c = task->sched_info.last_queued;
+	__u64 d = (__u64)task->group_leader;
+	__u64 e = (__u64)task->bpf_storage;
+	__u64 f = (__u64)task->signal;
+	__u64 g = (__u64)task->thread_node.next;
+	__u64 h = task->flags;
+	struct quick *q;
+	__u64 key;
+
+	barrier_var(a);
+	barrier_var(b);
+	barrier_var(c);
+	barrier_var(d);
+	barrier_var(e);
+	barrier_var(f);
+	barrier_var(g);
+	barrier_var(h);
+	q = quick_of(task, &key);
+	if (q) {
+		key = q->key;
+		barrier_var(key);
+	}
+}
+
+/* Its entry's two lines, where the walk found them last time. */
+static __always_inline void warm_entry(__u64 hint)
+{
+	if (!hint || !ksym_exists(bpf_rdonly_cast))
+		return;
+	touch(hint);
+	touch(hint + 64);
+}
+
+/* The table the storage lookup reads first (16 pointers: two lines). */
+static __always_inline void warm_storage(struct task_struct *task)
+{
+	unsigned long st = (unsigned long)task->bpf_storage;
+
+	if (!st)
+		return;
+	touch(st);
+	touch(st + 64);
+}
+
 /* The record of one live thread, brought up to now; false if there is
- * none to give (not profiled, no storage, torn, or dead already).  A
- * function of its own, not inlined: inside the open-coded walk's loops
- * the verifier took 1.4 s over the inlined body, and 0.1 s over this. */
+ * none to give (not profiled, no storage, torn, or dead already).  *prev
+ * is the entry of the thread before it in this walk, told where this one
+ * is for the next walk (see warm_entry).  A function of its own, not
+ * inlined: inside the open-coded walk's loops the verifier took 1.4 s
+ * over the inlined body, and 0.1 s over this. */
 static __noinline bool thread_rec(struct task_struct *task,
-				       struct wc_task_rec *r)
+				  struct wc_task_rec *r,
+				  struct wc_task **prev)
 {
 	struct wc_task *t;
 
@@ -1571,6 +1672,10 @@ static __noinline bool thread_rec(struct task_struct *task,
 		t = adopt(task);
 	if (!t)
 		return false;
+	warm_entry(t->next_hint);
+	if (*prev && (*prev)->next_hint != (__u64)t)
+		(*prev)->next_hint = (__u64)t;
+	*prev = t;
 	if (!snapshot(task, t, r)) {
 		count(WC_CNT_TORN_READS);
 		return false;
@@ -1589,14 +1694,12 @@ int wc_iter(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
 	struct wc_task_rec r = {};
+	struct wc_task *prev = NULL;
 
-	if (task && thread_rec(task, &r))
+	if (task && thread_rec(task, &r, &prev))
 		bpf_seq_write(ctx->meta->seq, &r, sizeof(r));
 	return 0;
 }
-
-/* libbpf's bpf_ksym_exists, which Debian 12's libbpf lacks */
-#define ksym_exists(sym) (!!(sym))
 
 extern int bpf_iter_task_new(struct bpf_iter_task *it,
 			     struct task_struct *task, unsigned int flags)
@@ -1635,12 +1738,15 @@ struct wc_snap_args snap;
 static __always_inline bool snap_threads(struct task_struct *from)
 {
 	struct bpf_iter_task it;
-	struct task_struct *task;
+	struct task_struct *task, *next;
+	struct wc_task *prev = NULL;
 	struct wc_task_rec *r;
 	bool ok = true;
 
 	bpf_iter_task_new(&it, from, BPF_TASK_ITER_PROC_THREADS);
 	while ((task = bpf_iter_task_next(&it))) {
+		next = next_of(task);
+		warm_task(next);
 		r = bpf_ringbuf_reserve(&snaps, sizeof(*r), 0);
 		if (!r) {
 			snap.stop_tgid = task->tgid;
@@ -1649,10 +1755,11 @@ static __always_inline bool snap_threads(struct task_struct *from)
 			break;
 		}
 		__builtin_memset(r, 0, sizeof(*r));
-		if (thread_rec(task, r))
+		if (thread_rec(task, r, &prev))
 			bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 		else
 			bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		warm_storage(next);
 	}
 	bpf_iter_task_destroy(&it);
 	return ok;

@@ -821,6 +821,7 @@ int main(int argc, char **argv)
 	RUN(test_full_tables);
 	RUN(test_threshold);
 	RUN(test_offcpu_blocked_stacks);
+	unlink(REPORT); /* the workload's, written by every run */
 	free(copies);
 	free(copy_index);
 	free(ksyms);
