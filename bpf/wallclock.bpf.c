@@ -133,7 +133,7 @@ struct wc_task {
 	 * walk reads owed_ns: in the second line. */
 	__u64 owed_ns;
 	/* where the walk found the next thread's entry last time (an address,
-	 * maybe stale): the walk loads it early, see warm_next() */
+	 * maybe stale): the walk loads it early, see warm_entry() */
 	__u64 next_hint;
 	struct wc_place places[WC_PLACES]; /* the third line */
 	__u32 last_place; /* where the previous wait began: likely again */
@@ -1579,12 +1579,6 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __weak __ksym;
  * stale or garbage address reads 0), and their values are not used.
  * Measured at 10,000 threads: about a quarter off the walk's CPU time.
  */
-static __always_inline struct task_struct *unchecked(unsigned long addr)
-{
-	return bpf_rdonly_cast((void *)addr,
-			       bpf_core_type_id_kernel(struct task_struct));
-}
-
 static __always_inline void touch(unsigned long addr)
 {
 	struct list_head *l = bpf_rdonly_cast(
@@ -1598,9 +1592,11 @@ static __always_inline void touch(unsigned long addr)
  * process's signal_struct: only ever loaded from, checked. */
 static __always_inline struct task_struct *next_of(struct task_struct *task)
 {
-	return unchecked((unsigned long)task->thread_node.next -
-			 bpf_core_field_offset(struct task_struct,
-					       thread_node));
+	unsigned long n = (unsigned long)task->thread_node.next;
+
+	n -= bpf_core_field_offset(struct task_struct, thread_node);
+	return bpf_rdonly_cast((void *)n,
+			       bpf_core_type_id_kernel(struct task_struct));
 }
 
 /* The fields the record reads, and the two the iterator's next step does
@@ -1656,7 +1652,8 @@ static __always_inline void warm_storage(struct task_struct *task)
 /* The record of one live thread, brought up to now; false if there is
  * none to give (not profiled, no storage, torn, or dead already).  *prev
  * is the entry of the thread before it in this walk, told where this one
- * is for the next walk (see warm_entry).  A function of its own, not
+ * is for the next walk (see warm_entry; the seq_file iterator, one thread
+ * a call, has none to tell).  A function of its own, not
  * inlined: inside the open-coded walk's loops the verifier took 1.4 s
  * over the inlined body, and 0.1 s over this. */
 static __noinline bool thread_rec(struct task_struct *task,
