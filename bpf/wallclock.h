@@ -69,8 +69,10 @@ struct wc_task_rec {
 /*
  * The open-coded walk's arguments (wc_snap, in .bss): it writes the
  * threads of the processes with lo <= tgid < hi, first those of process
- * lo from thread resume_tid on if that is set; a full ring stops it at
- * (stop_tgid, stop_tid), the thread not written (stop_tgid 0: no stop).
+ * lo from thread resume_tid on if that is set, into its array of records
+ * from index count on (user space sets it to 0 before a run); a full array
+ * stops it at (stop_tgid, stop_tid), the thread not written (stop_tgid 0:
+ * no stop).
  */
 struct wc_snap_args {
 	__u32 lo;
@@ -78,6 +80,7 @@ struct wc_snap_args {
 	__u32 resume_tid;
 	__u32 stop_tgid;
 	__u32 stop_tid;
+	__u32 count;
 };
 
 /* Per-CPU event counters, summed by user space.  Only rare paths, samples

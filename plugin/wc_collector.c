@@ -21,10 +21,8 @@
 #include "wc_walk.h"
 
 #define ITER_BUF_BYTES (64 * 1024)
-/* The walk's ring: twice a range's worth of records.  The kernel maps a
- * ring's pages into collectd twice over (so records can wrap), all of them
- * at once: this is 1 MiB of collectd's RSS. */
-#define WALK_RING_BYTES (512u * 1024)
+/* The walk's array: twice a range's worth of records (448 KiB). */
+#define WALK_RECS (2u * WC_WALK_THREADS)
 #define REC_BYTES sizeof(struct wc_task_rec)
 
 #ifndef CAP_PERFMON
@@ -179,13 +177,13 @@ static bool kernel_can_walk(void)
 }
 
 /* Open the object and size it for o; with_walk says whether the
- * open-coded walk's program is loaded (without it, its ring shrinks to a
- * page). */
+ * open-coded walk's program is loaded (without it, its array shrinks to
+ * one record). */
 static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 		   bool with_walk, char *err, size_t errlen)
 {
 	unsigned long bytes = (unsigned long)o->exit_ring_kib * 1024;
-	unsigned long walk_bytes = 4096;
+	__u32 walk_recs = 1;
 	int rc;
 
 	c->skel = wallclock_bpf__open();
@@ -205,19 +203,16 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->ring_bytes = bytes;
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
 	if (with_walk)
-		walk_bytes = o->walk_ring_kib
-				     ? round_pow2((unsigned long)o->walk_ring_kib
-						  * 1024)
-				     : WALK_RING_BYTES;
-	/* a ring the kernel refuses (libbpf rounds any other size up to
-	 * one it takes): the fallback below, under test */
+		walk_recs = o->walk_recs ? o->walk_recs : WALK_RECS;
+	/* an array the kernel refuses: the fallback below, under test */
 	if (with_walk && o->walk_fault)
-		walk_bytes = 0;
+		walk_recs = 0;
 	if (!rc)
-		rc = bpf_map__set_max_entries(c->skel->maps.snaps,
-					      (__u32)walk_bytes);
+		rc = bpf_map__set_max_entries(c->skel->maps.snaps, walk_recs);
 	if (rc)
-		return wc_err(err, errlen, "sizing the rings failed: %s",
+		return wc_err(err, errlen,
+			      "sizing the exit ring and the walk's array "
+			      "failed: %s",
 			      strerror(-rc));
 	bpf_program__set_autoload(c->skel->progs.wc_snap, with_walk);
 	return 0;
@@ -413,8 +408,9 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		goto fail;
 	if (bpf_program__autoload(c->skel->progs.wc_snap) &&
 	    wc_walk_new(bpf_program__fd(c->skel->progs.wc_snap),
-			bpf_map__fd(c->skel->maps.snaps), &c->skel->bss->snap,
-			&c->walk)) {
+			bpf_map__fd(c->skel->maps.snaps),
+			bpf_map__max_entries(c->skel->maps.snaps),
+			&c->skel->bss->snap, &c->walk)) {
 		wc_err(err, errlen, "setting up the task walk failed: %s",
 		       strerror(errno));
 		goto fail;

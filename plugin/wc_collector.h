@@ -34,8 +34,9 @@ struct wc_collector_opts {
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 	unsigned int held_stacks;   /* stacks user space holds at most */
 	bool iterator_only; /* never the open-coded walk (tests of the other) */
-	unsigned int walk_ring_kib; /* the walk's ring; 0: 512 KiB */
-	bool walk_fault; /* tests: the walk fails to load (a bad ring size) */
+	unsigned int walk_recs; /* the walk's array of records; 0: 4096 */
+	bool walk_fault; /* tests: the walk fails to load (an array size the
+			  * kernel refuses) */
 };
 
 /* Load and attach.  On failure, err says what was refused and what to do

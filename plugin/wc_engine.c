@@ -305,7 +305,7 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.stack_entries = cfg->stack_entries,
 		.held_stacks = cfg->stack_entries * WINDOW_FACTOR,
 		.iterator_only = cfg->iterator_only,
-		.walk_ring_kib = cfg->walk_ring_kib,
+		.walk_recs = cfg->walk_recs,
 		.walk_fault = cfg->walk_fault,
 	};
 	struct wc_account_opts aopts = {

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -22,52 +24,50 @@ struct range {
 struct wc_walk {
 	int prog_fd;
 	struct wc_snap_args *args;
-	struct ring_buffer *ring;
+	const struct wc_task_rec *recs; /* the program's array, mapped */
+	uint32_t nrecs;
+	size_t map_bytes;
 	uint32_t *counts; /* NBUCKETS: threads met per bucket, this walk */
 	uint64_t noted;
 	uint32_t *bounds; /* NBUCKETS + 1: the plan's range bounds */
 	uint32_t nbounds; /* 0: no plan */
 	wc_walk_fn fn;	  /* valid during a walk */
 	void *arg;
-	struct wc_task_rec batch[BATCH];
-	size_t nbatch;
 	struct wc_walk_stats stats;
 };
 
-static void hand_over(struct wc_walk *w)
+/* The records a run wrote, in batches, where the program wrote them. */
+static void hand_over(struct wc_walk *w, uint32_t n)
 {
-	if (w->nbatch)
-		w->fn(w->arg, w->batch, w->nbatch);
-	w->nbatch = 0;
+	uint32_t i, k;
+
+	for (i = 0; i < n; i++)
+		wc_walk_note(w, w->recs[i].tgid);
+	for (i = 0; i < n; i += k) {
+		k = n - i < BATCH ? n - i : BATCH;
+		w->fn(w->arg, w->recs + i, k);
+	}
 }
 
-static int on_rec(void *ctx, void *data, size_t size)
+int wc_walk_new(int prog_fd, int map_fd, uint32_t nrecs,
+		struct wc_snap_args *args, struct wc_walk **out)
 {
-	struct wc_walk *w = ctx;
-	const struct wc_task_rec *r = data;
-
-	if (size < sizeof(*r))
-		return 0;
-	wc_walk_note(w, r->tgid);
-	w->batch[w->nbatch++] = *r;
-	if (w->nbatch == BATCH)
-		hand_over(w);
-	return 0;
-}
-
-int wc_walk_new(int prog_fd, int ring_fd, struct wc_snap_args *args,
-		struct wc_walk **out)
-{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	struct wc_walk *w = calloc(1, sizeof(*w));
+	void *m;
 
 	if (!w)
 		return -1;
 	w->prog_fd = prog_fd;
 	w->args = args;
+	w->nrecs = nrecs;
+	w->map_bytes = ((size_t)nrecs * sizeof(*w->recs) + page - 1) &
+		       ~(page - 1);
+	m = mmap(NULL, w->map_bytes, PROT_READ, MAP_SHARED, map_fd, 0);
+	w->recs = m == MAP_FAILED ? NULL : m;
 	w->counts = calloc(NBUCKETS, sizeof(*w->counts));
 	w->bounds = calloc(NBUCKETS + 1, sizeof(*w->bounds));
-	w->ring = ring_buffer__new(ring_fd, on_rec, w, NULL);
-	if (!w->counts || !w->bounds || !w->ring) {
+	if (!w->recs || !w->counts || !w->bounds) {
 		wc_walk_free(w);
 		return -1;
 	}
@@ -116,7 +116,7 @@ void wc_walk_begin(struct wc_walk *w)
 	w->noted = 0;
 }
 
-/* One run of the program over r; stop->lo is 0 unless a full ring cut
+/* One run of the program over r; stop->lo is 0 unless a full array cut
  * it short at process stop->lo, thread stop->resume. */
 static int run(struct wc_walk *w, struct range r, struct range *stop)
 {
@@ -125,6 +125,7 @@ static int run(struct wc_walk *w, struct range r, struct range *stop)
 	w->args->lo = r.lo;
 	w->args->hi = r.hi;
 	w->args->resume_tid = r.resume;
+	w->args->count = 0;
 	w->stats.runs++;
 	if (bpf_prog_test_run_opts(w->prog_fd, &o))
 		return -1;
@@ -132,9 +133,11 @@ static int run(struct wc_walk *w, struct range r, struct range *stop)
 		errno = ENOTSUP;
 		return -1;
 	}
-	if (ring_buffer__consume(w->ring) < 0)
+	if (w->args->count > w->nrecs) {
+		errno = EOVERFLOW;
 		return -1;
-	hand_over(w);
+	}
+	hand_over(w, w->args->count);
 	stop->lo = w->args->stop_tgid;
 	stop->resume = w->args->stop_tid;
 	return 0;
@@ -194,7 +197,8 @@ void wc_walk_free(struct wc_walk *w)
 {
 	if (!w)
 		return;
-	ring_buffer__free(w->ring);
+	if (w->recs)
+		munmap((void *)w->recs, w->map_bytes);
 	free(w->counts);
 	free(w->bounds);
 	free(w);

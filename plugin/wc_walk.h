@@ -5,8 +5,9 @@
  * Owns: the plan of process-id ranges the walk runs over, drawn from a
  * histogram of the threads the last walk met so that each range holds
  * about WC_WALK_THREADS of them (a run does not give up its CPU, so no
- * run may be long), the reader of the ring the runs write into, and the
- * list of ranges still to run when a full ring cut a run short.  A thread
+ * run may be long), the mapping of the array the runs write their records
+ * into, and the list of ranges still to run when a full array cut a run
+ * short.  A thread
  * may be handed over twice in one walk (a range run again after a stop):
  * records are cumulative, so that costs nothing.  No collectd headers.
  */
@@ -26,7 +27,7 @@ struct wc_walk;
 
 struct wc_walk_stats {
 	uint64_t runs;	   /* of the program, one per range or more */
-	uint64_t refills;  /* runs a full ring cut short */
+	uint64_t refills;  /* runs a full array cut short */
 	uint64_t failures; /* walks given up (the iterator read instead) */
 };
 
@@ -35,9 +36,10 @@ struct wc_walk_stats {
 typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *recs,
 			   size_t n);
 
-/* prog_fd: wc_snap; ring_fd: its ring; args: its .bss arguments. */
-int wc_walk_new(int prog_fd, int ring_fd, struct wc_snap_args *args,
-		struct wc_walk **out);
+/* prog_fd: wc_snap; map_fd: its array of records (BPF_F_MMAPABLE), nrecs
+ * long; args: its .bss arguments. */
+int wc_walk_new(int prog_fd, int map_fd, uint32_t nrecs,
+		struct wc_snap_args *args, struct wc_walk **out);
 
 /* Whether a walk knows where the threads are (a first walk, or one after
  * wc_walk_note saw none, would run blind: use the iterator then). */
@@ -51,7 +53,7 @@ void wc_walk_note(struct wc_walk *w, uint32_t tgid);
 void wc_walk_begin(struct wc_walk *w);
 
 /* Every live thread's record to fn.  -1 (errno set) if the kernel refused
- * a run or the ring kept filling: records handed over so far stay valid,
+ * a run or the array kept filling: records handed over so far stay valid,
  * and the caller walks again some other way. */
 int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg);
 

@@ -86,7 +86,7 @@ static uint64_t wall_of(const struct wc_group_view *g)
 
 /* How the next engines walk the threads (the tests of the walk set it). */
 static bool iterator_only;
-static unsigned int walk_ring_kib;
+static unsigned int walk_recs;
 static bool walk_fault;
 
 static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
@@ -97,7 +97,7 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 	wc_config_init(cfg);
 	cfg->kthreads = kthreads;
 	cfg->iterator_only = iterator_only;
-	cfg->walk_ring_kib = walk_ring_kib;
+	cfg->walk_recs = walk_recs;
 	cfg->walk_fault = walk_fault;
 	cfg->sample_hz = 99;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s/spool", bin_dir);
@@ -267,7 +267,7 @@ static void test_lifetime_matches_kernel(void)
 	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 5);
 }
 
-/* The same with a ring that holds 36 records: runs stop, and go on from
+/* The same with an array that holds 36 records: runs stop, and go on from
  * where they stopped (inside the 43-thread process too), and no thread's
  * time is lost or counted twice. */
 static void test_walk_refills(void)
@@ -277,12 +277,12 @@ static void test_walk_refills(void)
 	const struct wc_group_view *g;
 
 	NEED_ROOT();
-	walk_ring_kib = 4;
+	walk_recs = 36;
 	if (!profile_life("wce_refill", "39", 43, &o, &g)) {
-		walk_ring_kib = 0;
+		walk_recs = 0;
 		return;
 	}
-	walk_ring_kib = 0;
+	walk_recs = 0;
 	CHECK(o.self.walk.refills > 0 && o.self.walk.failures == 0);
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
 	/* Each thread reads its schedstat just before it returns: its exit
