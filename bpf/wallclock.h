@@ -72,7 +72,9 @@ struct wc_task_rec {
  * lo from thread resume_tid on if that is set, into its array of records
  * from index count on (user space sets it to 0 before a run); a full array
  * stops it at (stop_tgid, stop_tid), the thread not written (stop_tgid 0:
- * no stop).
+ * no stop).  pos counts the threads met since user space set it to 0 at
+ * the start of a read: where a thread was found last time, by position,
+ * lets the walk fetch what it will need a few threads ahead.
  */
 struct wc_snap_args {
 	__u32 lo;
@@ -81,6 +83,7 @@ struct wc_snap_args {
 	__u32 stop_tgid;
 	__u32 stop_tid;
 	__u32 count;
+	__u32 pos;
 };
 
 /* Per-CPU event counters, summed by user space.  Only rare paths, samples

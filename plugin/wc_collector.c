@@ -209,6 +209,7 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 		walk_recs = 0;
 	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.snaps, walk_recs);
+
 	if (rc)
 		return wc_err(err, errlen,
 			      "sizing the exit ring and the walk's array "

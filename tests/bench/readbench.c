@@ -7,9 +7,10 @@
  * against its workload; comparing two builds means running theirs in
  * turn, each over the same workload.
  *
- *   readbench [-n READS] [-s SKIP] [-S] [-C MIB]
+ *   readbench [-n READS] [-s SKIP] [-i SECONDS] [-S] [-C MIB]
  *
- * -S: Stacks false.  -C: before each read, write MIB of memory so that
+ * -i: seconds between reads (default 1; the stack tables are drained
+ * every second in between, as the plugin does).  -S: Stacks false.  -C: before each read, write MIB of memory so that
  * the walk starts with cold caches whatever the workload did in between
  * (steadier figures for comparing two builds on an idle workload).
  *
@@ -101,16 +102,18 @@ int main(int argc, char **argv)
 	struct wc_config cfg;
 	struct wc_self_stats st;
 	bool stacks = true;
-	int reads = 20, skip = 3, i, n = 0, c;
+	int reads = 20, skip = 3, every = 1, i, j, n = 0, c;
 	size_t chill_len = 0;
 	unsigned char *chill_buf = NULL;
 	char err[1024];
 
-	while ((c = getopt(argc, argv, "n:s:SC:")) != -1) {
+	while ((c = getopt(argc, argv, "n:s:i:SC:")) != -1) {
 		if (c == 'n')
 			reads = atoi(optarg);
 		else if (c == 's')
 			skip = atoi(optarg);
+		else if (c == 'i')
+			every = atoi(optarg);
 		else if (c == 'S')
 			stacks = false;
 		else if (c == 'C')
@@ -118,8 +121,8 @@ int main(int argc, char **argv)
 		else
 			return 2;
 	}
-	if (reads < 1 || reads > MAX_READS || skip < 0)
-		return fprintf(stderr, "readbench: bad -n or -s\n"), 2;
+	if (reads < 1 || reads > MAX_READS || skip < 0 || every < 1)
+		return fprintf(stderr, "readbench: bad -n, -s or -i\n"), 2;
 	if (chill_len && !(chill_buf = calloc(1, chill_len)))
 		return perror("readbench"), 1;
 	if (open_engine(stacks, &cfg, &e))
@@ -127,9 +130,12 @@ int main(int argc, char **argv)
 	for (i = 0; i < skip + reads; i++) {
 		uint64_t w0, c0, s0;
 
-		nanosleep(&tick, NULL);
-		if (stacks && wc_engine_drain(e, err, sizeof(err)))
-			fprintf(stderr, "readbench: drain: %s\n", err);
+		for (j = 0; j < every; j++) {
+			nanosleep(&tick, NULL);
+			if (stacks && wc_engine_drain(e, err, sizeof(err)))
+				fprintf(stderr, "readbench: drain: %s\n",
+					err);
+		}
 		if (chill_buf)
 			chill(chill_buf, chill_len);
 		w0 = clock_us(CLOCK_MONOTONIC);
