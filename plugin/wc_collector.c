@@ -21,7 +21,7 @@
 #include "wc_walk.h"
 
 #define ITER_BUF_BYTES (64 * 1024)
-/* The walk's array: twice a range's worth of records (448 KiB). */
+/* The walk's array: twice a range's worth of records (896 KiB). */
 #define WALK_RECS (2u * WC_WALK_THREADS)
 #define REC_BYTES sizeof(struct wc_task_rec)
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -35,6 +36,14 @@ struct wc_walk {
 	void *arg;
 	struct wc_walk_stats stats;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The records a run wrote, in batches, where the program wrote them. */
 static void hand_over(struct wc_walk *w, uint32_t n)
@@ -121,14 +130,18 @@ void wc_walk_begin(struct wc_walk *w)
 static int run(struct wc_walk *w, struct range r, struct range *stop)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
+	uint64_t t0, t1;
 
 	w->args->lo = r.lo;
 	w->args->hi = r.hi;
 	w->args->resume_tid = r.resume;
 	w->args->count = 0;
 	w->stats.runs++;
+	t0 = mono_ns();
 	if (bpf_prog_test_run_opts(w->prog_fd, &o))
 		return -1;
+	t1 = mono_ns();
+	w->stats.run_ns += t1 - t0;
 	if (o.retval) {
 		errno = ENOTSUP;
 		return -1;
@@ -138,6 +151,7 @@ static int run(struct wc_walk *w, struct range r, struct range *stop)
 		return -1;
 	}
 	hand_over(w, w->args->count);
+	w->stats.hand_ns += mono_ns() - t1;
 	stop->lo = w->args->stop_tgid;
 	stop->resume = w->args->stop_tid;
 	return 0;

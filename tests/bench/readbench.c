@@ -14,9 +14,10 @@
  * the walk starts with cold caches whatever the workload did in between
  * (steadier figures for comparing two builds on an idle workload).
  *
- * Prints one line per read ("read WALL_US CPU_US SYS_US") after the
- * first SKIP (default 3: the first walks adopt every thread), then a
- * summary line with medians.  Asserts nothing.  Needs root.
+ * Prints one line per read ("read WALL_US CPU_US SYS_US RUN_US HAND_US":
+ * RUN the kernel's walk, HAND handing its records to the accounting, both
+ * wall time) after the first SKIP (default 3: the first walks adopt every
+ * thread), then a summary line with medians.  Asserts nothing.  Needs root.
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -96,7 +97,8 @@ static int open_engine(bool stacks, struct wc_config *cfg,
 
 int main(int argc, char **argv)
 {
-	static uint64_t wall[MAX_READS], cpu[MAX_READS], sys[MAX_READS];
+	static uint64_t wall[MAX_READS], cpu[MAX_READS], sys[MAX_READS],
+		run[MAX_READS], hand[MAX_READS];
 	struct timespec tick = {1, 0};
 	struct wc_engine *e;
 	struct wc_config cfg;
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
 	if (open_engine(stacks, &cfg, &e))
 		return 1;
 	for (i = 0; i < skip + reads; i++) {
-		uint64_t w0, c0, s0;
+		uint64_t w0, c0, s0, r0, h0;
 
 		for (j = 0; j < every; j++) {
 			nanosleep(&tick, NULL);
@@ -138,6 +140,9 @@ int main(int argc, char **argv)
 		}
 		if (chill_buf)
 			chill(chill_buf, chill_len);
+		wc_engine_self(e, &st);
+		r0 = st.walk.run_ns;
+		h0 = st.walk.hand_ns;
 		w0 = clock_us(CLOCK_MONOTONIC);
 		c0 = clock_us(CLOCK_THREAD_CPUTIME_ID);
 		s0 = sys_us();
@@ -150,15 +155,21 @@ int main(int argc, char **argv)
 		wall[n] = clock_us(CLOCK_MONOTONIC) - w0;
 		cpu[n] = clock_us(CLOCK_THREAD_CPUTIME_ID) - c0;
 		sys[n] = sys_us() - s0;
-		printf("read %lu %lu %lu\n", (unsigned long)wall[n],
-		       (unsigned long)cpu[n], (unsigned long)sys[n]);
+		wc_engine_self(e, &st);
+		run[n] = (st.walk.run_ns - r0) / 1000;
+		hand[n] = (st.walk.hand_ns - h0) / 1000;
+		printf("read %lu %lu %lu %lu %lu\n", (unsigned long)wall[n],
+		       (unsigned long)cpu[n], (unsigned long)sys[n],
+		       (unsigned long)run[n], (unsigned long)hand[n]);
 		n++;
 	}
 	wc_engine_self(e, &st);
 	printf("summary reads=%d wall_us=%lu cpu_us=%lu sys_us=%lu "
-	       "threads=%lu walk_runs=%lu refills=%lu torn=%lu\n",
+	       "run_us=%lu hand_us=%lu threads=%lu walk_runs=%lu refills=%lu "
+	       "torn=%lu\n",
 	       n, (unsigned long)median(wall, n), (unsigned long)median(cpu, n),
-	       (unsigned long)median(sys, n),
+	       (unsigned long)median(sys, n), (unsigned long)median(run, n),
+	       (unsigned long)median(hand, n),
 	       (unsigned long)st.acct.threads, (unsigned long)st.walk.runs,
 	       (unsigned long)st.walk.refills,
 	       (unsigned long)st.bpf.v[WC_CNT_TORN_READS]);
