@@ -60,6 +60,9 @@ done
 # checks it still works (never how fast).
 run "bench smoke" python3 "$SRC/tests/bench/overhead.py" --smoke
 run "bench scale smoke" python3 "$SRC/tests/bench/scale.py" --smoke
+# shellcheck disable=SC2016
+run "bench read smoke" bash -c '"$1" -n 2 -s 1 >/dev/null &&
+	echo "PASS: readbench: two reads timed"' _ "$BUILD/tests/bench/readbench"
 
 echo
 [ "$skipped" -gt 0 ] && echo "($skipped skipped: see SKIP lines above)"

@@ -639,7 +639,10 @@ static void test_held_stacks_named_only(void)
 	       drained, first_resent, known, r.n, names, found);
 	/* ~400 naps, each naming a user and a kernel stack */
 	CHECK(known > 400);
-	CHECK(first_resent * 10 < drained);
+	/* A nap that ends between a drain taking its stack and telling it
+	 * held stores it again: rare against the namings (a bound on the
+	 * few stacks drained host-wide failed one run in five). */
+	CHECK(first_resent * 50 < known);
 	CHECK(names > 0 && found == names);
 	/* let go of all: the next naps store their stacks again */
 	for (i = 0; i < ncopies; i++)
