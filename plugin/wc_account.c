@@ -73,12 +73,19 @@ struct waiting {
 	uint64_t wall_ns; /* of the whole name, on the first of a run */
 };
 
+/* Where a thread id's thread was last found, by thread id modulo this:
+ * a read meets the threads of a process one after another, and their ids
+ * are close, so these slots are read in order where the hash table's are
+ * scattered.  A slot is only a guess, checked against the thread's id. */
+#define BY_TID_SLOTS 65536
+
 struct wc_account {
 	const struct wc_selector *sel;
 	uint32_t gen;
 	struct thread *threads;
 	struct slab tslab;
 	struct wc_idmap thread_ids;
+	uint32_t *by_tid; /* BY_TID_SLOTS indices into threads */
 	struct proc *procs;
 	struct slab pslab;
 	struct wc_idmap proc_keys;
@@ -142,7 +149,9 @@ int wc_account_new(const struct wc_account_opts *o, struct wc_account **out)
 	a->procs = calloc(o->max_threads, sizeof(*a->procs));
 	a->groups = calloc(a->ngroups, sizeof(*a->groups));
 	a->scratch = calloc(o->max_threads, sizeof(*a->scratch));
+	a->by_tid = calloc(BY_TID_SLOTS, sizeof(*a->by_tid));
 	if (!a->threads || !a->procs || !a->groups || !a->scratch ||
+	    !a->by_tid ||
 	    slab_init(&a->tslab, o->max_threads) ||
 	    slab_init(&a->pslab, o->max_threads) ||
 	    wc_idmap_init(&a->thread_ids, o->max_threads) ||
@@ -176,6 +185,7 @@ void wc_account_free(struct wc_account *a)
 	free(a->procs);
 	free(a->groups);
 	free(a->scratch);
+	free(a->by_tid);
 	free(a->tslab.next_free);
 	free(a->pslab.next_free);
 	free(a);
@@ -301,9 +311,24 @@ static void add_delta(struct wc_account *a, struct proc *p,
 	p->d_samples += forward(a, r->samples, last_samples);
 }
 
-void wc_account_prefetch(const struct wc_account *a, uint64_t id)
+void wc_account_prefetch(const struct wc_account *a,
+			 const struct wc_task_rec *r)
 {
-	wc_idmap_prefetch(&a->thread_ids, id);
+	__builtin_prefetch(&a->threads[a->by_tid[r->tid % BY_TID_SLOTS]]);
+}
+
+/* The thread a record is about, if it is tracked. */
+static struct thread *thread_of(struct wc_account *a,
+				const struct wc_task_rec *r)
+{
+	uint32_t *guess = &a->by_tid[r->tid % BY_TID_SLOTS], i;
+
+	if (r->id && a->threads[*guess].id == r->id)
+		return &a->threads[*guess];
+	if (!wc_idmap_get(&a->thread_ids, r->id, &i))
+		return NULL;
+	*guess = i;
+	return &a->threads[i];
 }
 
 void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
@@ -314,18 +339,20 @@ void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 {
 	bool exited = r->flags & WC_REC_EXITED;
-	struct thread *t = NULL;
+	struct thread *t = thread_of(a, r);
 	struct proc *p;
-	uint32_t ti, pi;
+	uint32_t pi;
 
-	if (wc_idmap_get(&a->thread_ids, r->id, &ti)) {
-		t = &a->threads[ti];
+	if (t) {
 		pi = t->proc;
 		p = &a->procs[pi];
 	} else {
 		p = proc_get(a, r, &pi);
 		if (p && !exited)
 			t = thread_new(a, r->id, pi);
+		if (t)
+			a->by_tid[r->tid % BY_TID_SLOTS] =
+				(uint32_t)(t - a->threads);
 		if (!p || (!exited && !t)) {
 			a->stats.threads_untracked++;
 			return;

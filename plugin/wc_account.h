@@ -72,9 +72,10 @@ void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
 
 void wc_account_begin(struct wc_account *a);
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
-/* Start fetching what recording thread id will look at: a batch of
- * records goes faster prefetched all first. */
-void wc_account_prefetch(const struct wc_account *a, uint64_t id);
+/* Start fetching what recording r will look at: a batch of records goes
+ * faster prefetched all first. */
+void wc_account_prefetch(const struct wc_account *a,
+			 const struct wc_task_rec *r);
 /* The same for wc_account_group_of(tgid). */
 void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid);
 void wc_account_end(struct wc_account *a);

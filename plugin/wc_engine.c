@@ -70,7 +70,7 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 
 	/* the threads' entries are scattered: ask for them all first */
 	for (i = 0; i < n; i++)
-		wc_account_prefetch(e->account, recs[i].id);
+		wc_account_prefetch(e->account, &recs[i]);
 	for (i = 0; i < n; i++) {
 		wc_account_record(e->account, &recs[i]);
 		/* a wait under way will name its parked stack when it ends,
