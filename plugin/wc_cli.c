@@ -164,14 +164,24 @@ static int set_num(struct wc_config *cfg, const char *key, long n)
 		(struct wc_cval){.type = WC_CVAL_NUMBER, .n = (double)n});
 }
 
+/*
+ * Reads fall on whole seconds from the start, however long each takes, so
+ * a recording of N seconds is N reads long (deadlines by time(NULL) lost
+ * one whenever a read crossed a second boundary).  Ctrl-C still reads, so
+ * the part second before it is in the file.
+ */
 static int record_loop(struct wc_engine *e, long seconds)
 {
-	struct timespec tick = {1, 0};
-	time_t end = time(NULL) + seconds;
+	struct timespec at;
 	char err[512];
+	long i;
 
-	while (!stop && time(NULL) < end) {
-		nanosleep(&tick, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	for (i = 0; i < seconds && !stop; i++) {
+		at.tv_sec++;
+		while (!stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+						&at, NULL) == EINTR)
+			;
 		if (wc_engine_read(e, err, sizeof(err))) {
 			fprintf(stderr, "wallclock: read: %s\n", err);
 			return -1;
