@@ -749,41 +749,54 @@ static void test_threshold(void)
 }
 
 /* I/O: the disk writer's uninterruptible waits come back as blocked, with
- * a user stack through disk_writer. */
+ * a user stack through disk_writer.  A 20 us threshold: on a fast virtual
+ * disk most writes wait less than 100 us, and the handful that did not
+ * left the test at the mercy of one or two predictions. */
 static void test_offcpu_blocked_stacks(void)
 {
 	static const char *const args[] = {
 		"--disk", "1", "--seconds", "3", "--dir", "/var/tmp", NULL,
 	};
-	uint64_t blocked = 0, through = 0;
+	uint64_t blocked = 0, io = 0, through = 0;
 	struct run r;
 	size_t i;
 
 	NEED_ROOT();
-	CHECK(profile(&r, 100, args));
+	CHECK(profile(&r, 20, args));
 	for (i = 0; i < r.n; i++) {
-		if (r.w[i].k.kind != WC_BLOCKED)
+		const struct wc_stack_key *k = &r.w[i].k;
+
+		if (k->kind != WC_BLOCKED)
 			continue;
 		blocked += r.w[i].w;
 		if (getenv("WC_DUMP"))
-			dump(&r, r.w[i].k.ustack, r.w[i].k.kstack, r.w[i].w);
-		if (ustack_has(&r, r.w[i].k.ustack, "disk_writer") &&
-		    ustack_has(&r, r.w[i].k.ustack, "wait_for_disk"))
+			dump(&r, k->ustack, k->kstack, r.w[i].w);
+		/* The writer's close blocks too, where the file system
+		 * discards the unlinked file's blocks: a real wait, from a
+		 * call site whose waits were short (no user stack taken),
+		 * and on a fast disk as long as all the long writes. */
+		if (!kstack_has(&r, k->kstack, "__x64_sys_pwrite64") &&
+		    !kstack_has(&r, k->kstack, "__x64_sys_fdatasync"))
+			continue;
+		io += r.w[i].w;
+		if (ustack_has(&r, k->ustack, "disk_writer") &&
+		    ustack_has(&r, k->ustack, "wait_for_disk"))
 			through += r.w[i].w;
 	}
-	printf("# blocked: %.3f s, %.1f%% through disk_writer;wait_for_disk; "
+	printf("# blocked: %.3f s, %.3f s in pwrite and fdatasync, %.1f%% of "
+	       "that through disk_writer;wait_for_disk; "
 	       "host-wide: %" PRIu64 " waits recorded, %" PRIu64
 	       " without user stack, %" PRIu64 " missed by the prediction, %"
 	       PRIu64 " stack errors\n",
-	       blocked / 1e9, blocked ? 100.0 * through / blocked : 0,
+	       blocked / 1e9, io / 1e9, io ? 100.0 * through / io : 0,
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_STACKS],
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_NO_USER],
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_USER_MISSED],
 	       (uint64_t)r.cnt.v[WC_CNT_STACK_ERRORS]);
 	finish(&r);
-	if (blocked == 0)
-		SKIP("this disk never made the writer wait 100 us");
-	CHECK(through > 0.8 * blocked);
+	if (io == 0)
+		SKIP("this disk never made the writer wait 20 us");
+	CHECK(through > 0.8 * io);
 }
 
 int main(int argc, char **argv)
