@@ -1925,7 +1925,8 @@ int wc_snap(void *ctx)
 		if (p)
 			bpf_task_release(p);
 	}
-	if (ok) {
+	/* a resumed process may have been the whole range: no pass then */
+	if (ok && lo < hi) {
 		bpf_iter_task_new(&it, NULL, BPF_TASK_ITER_ALL_PROCS);
 		while ((p = bpf_iter_task_next(&it))) {
 			struct task_struct *leader;

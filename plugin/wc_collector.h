@@ -34,7 +34,7 @@ struct wc_collector_opts {
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 	unsigned int held_stacks;   /* stacks user space holds at most */
 	bool iterator_only; /* never the open-coded walk (tests of the other) */
-	unsigned int walk_recs; /* the walk's array of records; 0: 4096 */
+	unsigned int walk_recs; /* the walk's array of records; 0: 8192 */
 	bool walk_fault; /* tests: the walk fails to load (an array size the
 			  * kernel refuses) */
 };

@@ -75,7 +75,7 @@ struct wc_config {
 	uint32_t only_tgid;	  /* not an option: the command line's -p PID */
 	/* not options: for tests of the two ways threads are walked */
 	bool iterator_only;	    /* never the open-coded walk */
-	unsigned int walk_recs; /* records its array holds; 0: 4096 */
+	unsigned int walk_recs; /* records its array holds; 0: 8192 */
 	bool walk_fault;	    /* it fails to load */
 	struct wc_selection *sel; /* owned, nsel entries */
 	size_t nsel;

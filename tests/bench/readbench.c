@@ -3,9 +3,10 @@
  * engine at the plugin's defaults (the whole host), then once a second
  * drains the stack tables and reads, timing each read by the clock, by
  * the thread's CPU time, and by the thread's kernel time (the BPF walk
- * runs inside the syscalls that start it).  The scale benchmark runs it
- * against its workload; comparing two builds means running theirs in
- * turn, each over the same workload.
+ * runs inside the syscalls that start it).  Run it beside the scale
+ * benchmark's workload (tests/bench/scalegen.py says how to build and
+ * start it); comparing two builds means running theirs in turn, each
+ * over the same workload.
  *
  *   readbench [-n READS] [-s SKIP] [-i SECONDS] [-S] [-C MIB]
  *
@@ -90,6 +91,7 @@ static int open_engine(bool stacks, struct wc_config *cfg,
 	    wc_config_finish(cfg, err, sizeof(err)) ||
 	    wc_engine_open(cfg, e, err, sizeof(err))) {
 		fprintf(stderr, "readbench: %s\n", err);
+		rmdir(spool_dir);
 		return -1;
 	}
 	return 0;
@@ -104,7 +106,7 @@ int main(int argc, char **argv)
 	struct wc_config cfg;
 	struct wc_self_stats st;
 	bool stacks = true;
-	int reads = 20, skip = 3, every = 1, i, j, n = 0, c;
+	int reads = 20, skip = 3, every = 1, chill_mib = 0, i, j, n = 0, c;
 	size_t chill_len = 0;
 	unsigned char *chill_buf = NULL;
 	char err[1024];
@@ -119,12 +121,14 @@ int main(int argc, char **argv)
 		else if (c == 'S')
 			stacks = false;
 		else if (c == 'C')
-			chill_len = (size_t)atoi(optarg) << 20;
+			chill_mib = atoi(optarg);
 		else
 			return 2;
 	}
-	if (reads < 1 || reads > MAX_READS || skip < 0 || every < 1)
-		return fprintf(stderr, "readbench: bad -n, -s or -i\n"), 2;
+	if (reads < 1 || reads > MAX_READS || skip < 0 || every < 1 ||
+	    chill_mib < 0 || chill_mib > 65536)
+		return fprintf(stderr, "readbench: bad -n, -s, -i or -C\n"), 2;
+	chill_len = (size_t)chill_mib << 20;
 	if (chill_len && !(chill_buf = calloc(1, chill_len)))
 		return perror("readbench"), 1;
 	if (open_engine(stacks, &cfg, &e))
