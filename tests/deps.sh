@@ -11,7 +11,9 @@ PACKAGES=(
 	collectd-core collectd-dev
 	# run and test (libc6-dbg names libc's internal functions)
 	collectd-utils rrdtool python3 linux-perf util-linux procps libc6-dbg
-	g++ binutils libbpf-tools libxml2-utils graphite-carbon python3-whisper
+	g++ binutils libxml2-utils graphite-carbon python3-whisper
+	# the peers the benchmark compares against (linux-perf above)
+	libbpf-tools bpftrace
 	# the browser test (playwright-core comes from npm at test time)
 	chromium fonts-dejavu-core
 )

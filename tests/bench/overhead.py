@@ -123,18 +123,28 @@ def ours(root):
                 f"{root}/wc0_{i}", "MinBlockMicroseconds 0"))]
 
 
-def peers(tmp):
+def peers(tmp, missing):
+    """The peers installed; the names of those that are not go to
+    `missing`, so the report says which rows it lacks."""
+    every = [
+        ("offcputime", "offcputime", "libbpf-tools",
+         lambda i: Proc(["offcputime", "3600"])),
+        ("runqlat", "runqlat", "libbpf-tools",
+         lambda i: Proc(["runqlat", "3600", "1"])),
+        ("bpftrace on+off", "bpftrace", "bpftrace",
+         lambda i: Proc(["bpftrace", "-e", BPFTRACE], settle=4)),
+        ("perf sched_switch -g", "perf", "linux-perf",
+         lambda i: Proc(["perf", "record", "-q", "-e", "sched:sched_switch",
+                         "-a", "-g", "-o",
+                         os.path.join(tmp, f"perf{i}.data")])),
+    ]
     out = []
-    if shutil.which("offcputime"):
-        out.append(("offcputime", lambda i: Proc(["offcputime", "3600"])))
-    if shutil.which("runqlat"):
-        out.append(("runqlat", lambda i: Proc(["runqlat", "3600", "1"])))
-    if shutil.which("bpftrace"):
-        out.append(("bpftrace on+off", lambda i: Proc(
-            ["bpftrace", "-e", BPFTRACE], settle=4)))
-    out.append(("perf sched_switch -g", lambda i: Proc(
-        ["perf", "record", "-q", "-e", "sched:sched_switch", "-a", "-g",
-         "-o", os.path.join(tmp, f"perf{i}.data")])))
+    for label, cmd, pkg, start in every:
+        if shutil.which(cmd):
+            out.append((label, start))
+        else:
+            missing.append(f"{label} ({cmd} not found: apt-get install "
+                           f"{pkg}, or tests/deps.sh)")
     return out
 
 
@@ -274,10 +284,12 @@ def main():
     with open("/proc/sys/kernel/bpf_stats_enabled") as f:
         stats_was = f.read().strip()
     tmp = tempfile.mkdtemp(prefix="wc-bench-", dir="/var/tmp")
-    results, ns, freq = {}, {}, {}
+    results, ns, freq, missing = {}, {}, {}, []
     try:
         with wctest.Env("bench") as env:
-            theirs = [] if a.no_peers else peers(tmp)
+            theirs = [] if a.no_peers else peers(tmp, missing)
+            for m in missing:
+                print(f"# MISSING PEER: {m}", flush=True)
             slowdown([("none", None)] + ours(env.root) + theirs, a.rounds,
                      a, results)
             if not a.smoke:
@@ -298,6 +310,8 @@ def main():
         for label, v in freq.items():
             print(f"{label:24s} {fmt(v, b)}")
     report_ns(ns)
+    for m in missing:
+        print(f"# MISSING PEER, its rows are left out: {m}")
     if a.smoke:
         def measured(label, prog):
             return bool(ns.get((label, prog)))

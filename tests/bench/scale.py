@@ -111,7 +111,7 @@ def status_kib(pid):
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM"):
+                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                     out[k] = int(v.split()[0])
     except OSError:
         pass
@@ -500,13 +500,18 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
 
     if churn is not None:
         print(f"\n# churn: {a.churn_rate:g} worker processes replaced a "
-              f"second; collectd's VmRSS every {a.churn_sample:g} s")
-        for t, kib in churn:
+              f"second; collectd's VmRSS (of it anonymous: the heap, not "
+              f"mapped files) every {a.churn_sample:g} s")
+        for t, kib, anon in churn:
             print(f"  {int(t) // 60:4d}:{int(t) % 60:02d}  "
-                  f"{kib / 1024:8.1f} MiB")
-        mib = [(t, kib / 1024) for t, kib in churn]
+                  f"{kib / 1024:8.1f} MiB  ({anon / 1024:.1f} anonymous)")
+        mib = [(t, kib / 1024) for t, kib, _ in churn]
+        anon = [(t, kib / 1024) for t, _, kib in churn]
         s_all = slope_per_hour(mib)
         s_late = slope_per_hour(mib[1:]) if len(mib) > 2 else None
+        if len(anon) > 2 and slope_per_hour(anon[1:]) is not None:
+            print(f"{'anonymous, after the first sample':34s} "
+                  f"{slope_per_hour(anon[1:]):+.2f} MiB/hour")
         if s_all is not None:
             print(f"{'slope, all samples':34s} {s_all:+.2f} MiB/hour")
         if s_late is not None:
@@ -603,7 +608,8 @@ def main():
                     if churn is not None and now >= next_sample:
                         s = sampler.sample()
                         if "VmRSS" in s:
-                            churn.append((now - t_start, s["VmRSS"]))
+                            churn.append((now - t_start, s["VmRSS"],
+                                          s.get("RssAnon", 0)))
                         next_sample += a.churn_sample
                     if now >= next_note:
                         s = status_kib(cd.pid)
@@ -619,7 +625,8 @@ def main():
                 if churn is not None:
                     s = sampler.sample()
                     if "VmRSS" in s:
-                        churn.append((time.time() - t_start, s["VmRSS"]))
+                        churn.append((time.time() - t_start, s["VmRSS"],
+                                      s.get("RssAnon", 0)))
                 maps = bpf_maps(cd.pid)
                 cpu1 = cpu_seconds(cd.pid)
                 t_end = time.time()
