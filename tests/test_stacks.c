@@ -774,9 +774,10 @@ static void test_offcpu_blocked_stacks(void)
 		/* The writer's close blocks too, where the file system
 		 * discards the unlinked file's blocks: a real wait, from a
 		 * call site whose waits were short (no user stack taken),
-		 * and on a fast disk as long as all the long writes. */
-		if (!kstack_has(&r, k->kstack, "__x64_sys_pwrite64") &&
-		    !kstack_has(&r, k->kstack, "__x64_sys_fdatasync"))
+		 * and on a fast disk as long as all the long writes.  The
+		 * generic frames name the writes on any architecture. */
+		if (!kstack_has(&r, k->kstack, "vfs_write") &&
+		    !kstack_has(&r, k->kstack, "do_fsync"))
 			continue;
 		io += r.w[i].w;
 		if (ustack_has(&r, k->ustack, "disk_writer") &&

@@ -111,7 +111,7 @@ def status_kib(pid):
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                if k in ("VmRSS", "VmHWM", "RssAnon"):
                     out[k] = int(v.split()[0])
     except OSError:
         pass
@@ -509,9 +509,10 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
         anon = [(t, kib / 1024) for t, _, kib in churn]
         s_all = slope_per_hour(mib)
         s_late = slope_per_hour(mib[1:]) if len(mib) > 2 else None
-        if len(anon) > 2 and slope_per_hour(anon[1:]) is not None:
+        s_anon = slope_per_hour(anon[1:]) if len(anon) > 2 else None
+        if s_anon is not None:
             print(f"{'anonymous, after the first sample':34s} "
-                  f"{slope_per_hour(anon[1:]):+.2f} MiB/hour")
+                  f"{s_anon:+.2f} MiB/hour")
         if s_all is not None:
             print(f"{'slope, all samples':34s} {s_all:+.2f} MiB/hour")
         if s_late is not None:
