@@ -24,6 +24,10 @@
 #define DEFAULT_MAX_BYTES (64u << 20)
 /* Executable mappings kept per process; a JIT can make many more. */
 #define MAX_MAPS 16384
+/* Bytes of /proc/PID/maps read per process and read: 65,536 mappings
+ * (the kernel's default vm.max_map_count) of a long path each.  The kernel
+ * writes these lines only as they are read: the rest costs nothing. */
+#define MAPS_BYTES_MAX (8u << 20)
 /* Re-read kallsyms on misses at most this often (failed loads: rarer). */
 #define KERNEL_RETRY_S 60
 #define KERNEL_RETRY_FAILED_S 600
@@ -285,7 +289,26 @@ struct maps_build {
 	size_t n, cap;
 	bool jit_likely;
 	bool full; /* a bound was hit: the rest stay unresolved */
+	/* the file of the last file mapping: its next mappings share it */
+	uint32_t last_major, last_minor;
+	uint64_t last_ino;
+	struct wc_mod *last_mod;
 };
+
+/* The module of a file mapping: the last one's again if it is the same
+ * file (a library's mappings come together), else the cache's. */
+static struct wc_mod *build_file(struct maps_build *b,
+				 const struct wc_proc_map *pm)
+{
+	if (b->last_mod && pm->ino == b->last_ino &&
+	    pm->dev_major == b->last_major && pm->dev_minor == b->last_minor)
+		return wc_mod_ref(b->last_mod);
+	b->last_mod = wc_mod_file(b->s->mods, b->p->pid, pm);
+	b->last_ino = pm->ino;
+	b->last_major = pm->dev_major;
+	b->last_minor = pm->dev_minor;
+	return b->last_mod;
+}
 
 static int build_add(struct maps_build *b, const struct wc_proc_map *pm)
 {
@@ -318,7 +341,7 @@ static int build_add(struct maps_build *b, const struct wc_proc_map *pm)
 	m->kind = kind_of(pm);
 	m->mod = NULL;
 	if (m->kind == MAP_FILE)
-		m->mod = wc_mod_file(b->s->mods, b->p->pid, pm);
+		m->mod = build_file(b, pm);
 	else if (m->kind == MAP_VDSO)
 		m->mod = wc_mod_vdso(b->s->mods, b->p->pid, pm->start, pm->end);
 	b->jit_likely |= jit_like(pm, m->kind);
@@ -341,7 +364,7 @@ static int read_maps(struct wc_sym *s, pid_t pid, uint64_t *sig,
 	int fd;
 
 	fd = wc_proc_open(s->proc_root, pid, "maps");
-	if (fd < 0 || wc_lines_open(&r, fd, 64 * 1024))
+	if (fd < 0 || wc_lines_open(&r, fd, 64 * 1024, MAPS_BYTES_MAX))
 		return -1;
 	*sig = 0xcbf29ce484222325ULL;
 	while ((line = wc_lines_next(&r, &len))) {
@@ -354,6 +377,8 @@ static int read_maps(struct wc_sym *s, pid_t pid, uint64_t *sig,
 			return -1;
 		}
 	}
+	if (r.cut && b)
+		s->st.over_bounds++;
 	wc_lines_close(&r);
 	return 0;
 }
@@ -404,9 +429,25 @@ static bool same_file(const struct file_id *a, const struct stat *st)
 	       a->mtime.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-/* Read /tmp/perf-NSPID.map in the process's root if it changed.  It is
- * written by the process: only one owned by the process's user (or root)
- * is believed, so no one can make us read another user's file. */
+/* Would the process's own user have written this perf map?  A file a
+ * process can name is not one it wrote: a symlink or hard link to someone
+ * else's file, a bind mount of one in its own namespace, a file others
+ * may write to.  A root-owned map of a non-root process is refused even
+ * when an admin chown'ed it: it looks the same as a bind mount. */
+static bool perfmap_believed(const struct wc_sym_proc *p, const struct stat *st)
+{
+	return st->st_uid == p->euid && st->st_nlink == 1 &&
+	       !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static void perfmap_forget(struct wc_sym_proc *p)
+{
+	wc_symtab_free(&p->jit);
+	memset(&p->jit_id, 0, sizeof(p->jit_id));
+}
+
+/* Read /tmp/perf-NSPID.map in the process's root if it changed, if the
+ * process's user wrote it, as far as it went when opened. */
 static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
 {
 	struct wc_symtab t;
@@ -419,16 +460,23 @@ static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
 	if (!p->jit_likely)
 		return;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)p->nspid);
-	fd = wc_proc_open_in_root(s->proc_root, p->pid, path);
-	if (fd < 0 && errno == ENOENT) {
-		/* Gone, or a new process under this pid without one. */
-		wc_symtab_free(&p->jit);
-		memset(&p->jit_id, 0, sizeof(p->jit_id));
-	}
-	if (fd < 0)
+	fd = wc_proc_open_in_root(s->proc_root, p->pid, path,
+				  WC_OPEN_NO_SYMLINKS, &st);
+	if (fd < 0) {
+		/* Gone, refused, or a new process under this pid without
+		 * one. */
+		if (errno != ENOENT)
+			s->st.refused++;
+		perfmap_forget(p);
 		return;
-	if (fstat(fd, &st) || (st.st_uid != 0 && st.st_uid != p->euid) ||
-	    same_file(&p->jit_id, &st)) {
+	}
+	if (!perfmap_believed(p, &st)) {
+		s->st.refused++;
+		perfmap_forget(p);
+		close(fd);
+		return;
+	}
+	if (same_file(&p->jit_id, &st)) {
 		close(fd);
 		return;
 	}
@@ -441,7 +489,7 @@ static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
 		return;
 	}
 	wc_symtab_init(&t, budget, 1);
-	if (wc_perfmap_load(fd, &t, &bad) < 0)
+	if (wc_perfmap_load(fd, (uint64_t)st.st_size, &t, &bad) < 0)
 		return;
 	if (bad)
 		wc_log(WC_LOG_DEBUG, "sym: pid %d: %s: %" PRIu64 " bad lines",
@@ -709,6 +757,7 @@ void wc_sym_stats(const struct wc_sym *s, struct wc_sym_stats *out)
 	out->module_misses = ms.misses;
 	out->evictions += ms.evictions;
 	out->over_bounds += ms.too_big;
+	out->refused += ms.refused;
 	out->procs = s->nprocs;
 	out->modules = ms.tables;
 	out->bytes = ms.bytes + own_bytes(s);

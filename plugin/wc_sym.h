@@ -120,6 +120,9 @@ struct wc_sym_stats {
 	uint64_t over_bounds;	 /* left out for bounds: processes refused,
 				    mappings past the cap, perf maps and
 				    .symtabs over budget */
+	uint64_t refused;	 /* files refused: not a regular file on a
+				    readable filesystem, a perf map or debug
+				    file of the wrong owner, a symlink */
 	uint64_t procs;		 /* processes held now */
 	uint64_t modules;	 /* symbol tables held now */
 	uint64_t bytes;		 /* memory held now, kernel table included */

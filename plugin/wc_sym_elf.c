@@ -4,6 +4,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -414,15 +415,24 @@ int wc_elf_crc32(int fd, uint32_t *crc)
 {
 	unsigned char buf[64 * 1024];
 	uLong c = crc32(0L, Z_NULL, 0);
-	off_t at = 0;
+	struct stat st;
+	uint64_t at = 0, size;
 	ssize_t n;
 
-	for (;;) {
-		if ((uint64_t)at > CRC_FILE_MAX) {
-			errno = EFBIG;
-			return -1;
-		}
-		n = pread(fd, buf, sizeof(buf), at);
+	/* The size now is the bound: a file that grows is not chased. */
+	if (fstat(fd, &st))
+		return -1;
+	size = (uint64_t)st.st_size;
+	if (size > CRC_FILE_MAX) {
+		errno = EFBIG;
+		return -1;
+	}
+	while (at < size) {
+		size_t want = sizeof(buf);
+
+		if (want > size - at)
+			want = (size_t)(size - at);
+		n = pread(fd, buf, want, (off_t)at);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -430,7 +440,7 @@ int wc_elf_crc32(int fd, uint32_t *crc)
 		if (n == 0)
 			break;
 		c = crc32(c, buf, (uInt)n);
-		at += n;
+		at += (uint64_t)n;
 	}
 	*crc = (uint32_t)c;
 	return 0;

@@ -70,8 +70,8 @@ ssize_t wc_elf_symbols(struct wc_elf *e, bool dynsym, struct wc_symtab *t);
 bool wc_elf_vaddr(const struct wc_elf_seg *segs, unsigned nsegs, uint64_t off,
 		  uint64_t *vaddr);
 
-/* The CRC-32 .gnu_debuglink records, over the whole file; files over
- * 1 GiB are refused (EFBIG) rather than read. */
+/* The CRC-32 .gnu_debuglink records, over the file as long as it was at
+ * the call; files over 1 GiB are refused (EFBIG) rather than read. */
 int wc_elf_crc32(int fd, uint32_t *crc);
 
 #endif /* WC_SYM_ELF_H */

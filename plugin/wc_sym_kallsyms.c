@@ -118,7 +118,7 @@ int wc_kallsyms_load(struct wc_symtab *t, const char *path, size_t max_bytes,
 	if (fd < 0)
 		return wc_err(err, errlen, "kallsyms: %s: %s", path,
 			      strerror(errno));
-	if (wc_lines_open(&r, fd, 64 * 1024))
+	if (wc_lines_open(&r, fd, 64 * 1024, UINT64_MAX))
 		return wc_err(err, errlen, "kallsyms: out of memory");
 	rc = read_all(t, &r, &ntext, &nzero, err, errlen);
 	wc_lines_close(&r);
@@ -146,7 +146,7 @@ uint64_t wc_kallsyms_modules_sig(const char *path)
 	char *line;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0 || wc_lines_open(&r, fd, 4096))
+	if (fd < 0 || wc_lines_open(&r, fd, 4096, UINT64_MAX))
 		return 0;
 	/* "name size refs deps state address": hash name and address. */
 	while ((line = wc_lines_next(&r, &len))) {

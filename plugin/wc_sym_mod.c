@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "wc_sym_elf.h"
@@ -20,7 +21,8 @@
 struct wc_mod_table {
 	struct wc_symtab syms;
 	uint8_t build_id[WC_ELF_BUILD_ID_MAX];
-	unsigned build_id_len;
+	unsigned build_id_len; /* 0: never shared (no id, or a vdso) */
+	uid_t owner;	       /* of the file: shared only with its files */
 	unsigned refs; /* modules holding it; 0 = cached for a later one */
 	uint64_t last_used;
 	size_t bytes; /* counted in c->bytes */
@@ -238,8 +240,14 @@ static void trim(struct wc_mod_cache *c, size_t other_bytes,
 	}
 }
 
+/*
+ * A table another file of the same owner read under this build-id.  Any
+ * user can give a binary of theirs any build-id: sharing across owners
+ * would let them name another user's frames.
+ */
 static struct wc_mod_table *table_by_build_id(struct wc_mod_cache *c,
-					      const uint8_t *id, unsigned len)
+					      const uint8_t *id, unsigned len,
+					      uid_t owner)
 {
 	size_t i;
 
@@ -248,7 +256,7 @@ static struct wc_mod_table *table_by_build_id(struct wc_mod_cache *c,
 	for (i = 0; i < c->ntables; i++) {
 		struct wc_mod_table *t = c->tables[i];
 
-		if (t->build_id_len == len && t->syms.n &&
+		if (t->build_id_len == len && t->owner == owner && t->syms.n &&
 		    memcmp(t->build_id, id, len) == 0)
 			return t;
 	}
@@ -262,7 +270,9 @@ struct debug_ctx {
 	const char *path; /* the binary as the process sees it, or NULL */
 	const struct wc_elf_info *info;
 	dev_t dev;
-	ino_t ino; /* the binary itself, never its own debug file */
+	ino_t ino;   /* the binary itself, never its own debug file */
+	uid_t owner; /* the binary's */
+	bool shared; /* its table may be shared by build-id */
 };
 
 /* Is the open file e the debug file for ctx's binary? */
@@ -286,15 +296,49 @@ static bool debug_matches(const struct debug_ctx *d, struct wc_elf *e,
 	       crc == d->info->debuglink_crc;
 }
 
-static bool try_debug(const struct debug_ctx *d, const char *path, bool in_root,
-		      bool by_link, struct wc_elf *out)
+/* Where a debug file is opened from. */
+enum debug_where {
+	DEBUG_HOST,    /* the host's debug directory: root's */
+	DEBUG_ROOT,    /* a path in the process's root */
+	DEBUG_BESIDE,  /* the binary's directory, never leaving it */
+};
+
+/* A debug file outside the host's debug directory is believed only if the
+ * binary's owner (or root) owns it: names come from it. */
+static int open_debug(struct debug_ctx *d, enum debug_where where,
+		      const char *path, size_t dirlen)
 {
+	const char *proc_root = d->c->o.proc_root;
+	struct stat st;
 	int fd;
 
-	if (in_root && d->pid <= 0)
-		return false;
-	fd = in_root ? wc_proc_open_in_root(d->c->o.proc_root, d->pid, path)
-		     : wc_open_regular(path);
+	if (where == DEBUG_HOST)
+		return wc_open_regular(path, &st);
+	if (d->pid <= 0)
+		return -1;
+	fd = where == DEBUG_ROOT
+		     ? wc_proc_open_in_root(proc_root, d->pid, path, 0, &st)
+		     : wc_proc_open_beneath(proc_root, d->pid, d->path, dirlen,
+					    path, &st);
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			d->c->st.refused++;
+		return -1;
+	}
+	if (st.st_uid != 0 && st.st_uid != d->owner) {
+		d->c->st.refused++;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static bool try_debug(struct debug_ctx *d, enum debug_where where,
+		      const char *path, size_t dirlen, bool by_link,
+		      struct wc_elf *out)
+{
+	int fd = open_debug(d, where, path, dirlen);
+
 	if (fd < 0 || wc_elf_open_fd(out, fd))
 		return false;
 	if (debug_matches(d, out, by_link))
@@ -303,7 +347,7 @@ static bool try_debug(const struct debug_ctx *d, const char *path, bool in_root,
 	return false;
 }
 
-static bool find_by_build_id(const struct debug_ctx *d, struct wc_elf *out)
+static bool find_by_build_id(struct debug_ctx *d, struct wc_elf *out)
 {
 	const struct wc_elf_info *in = d->info;
 	char rel[2 * WC_ELF_BUILD_ID_MAX + 32], path[PATH_MAX];
@@ -320,13 +364,13 @@ static bool find_by_build_id(const struct debug_ctx *d, struct wc_elf *out)
 	snprintf(rel + n, sizeof(rel) - n, ".debug");
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", d->c->o.debug_root,
 			     rel) < sizeof(path) &&
-	    try_debug(d, path, false, false, out))
+	    try_debug(d, DEBUG_HOST, path, 0, false, out))
 		return true;
 	snprintf(path, sizeof(path), "/usr/lib/debug/%s", rel);
-	return try_debug(d, path, true, false, out);
+	return try_debug(d, DEBUG_ROOT, path, 0, false, out);
 }
 
-static bool find_by_debuglink(const struct debug_ctx *d, struct wc_elf *out)
+static bool find_by_debuglink(struct debug_ctx *d, struct wc_elf *out)
 {
 	const char *link = d->info->debuglink, *slash;
 	char path[PATH_MAX];
@@ -338,25 +382,26 @@ static bool find_by_debuglink(const struct debug_ctx *d, struct wc_elf *out)
 		return false;
 	slash = strrchr(d->path, '/');
 	dirlen = (int)(slash - d->path);
-	if (snprintf(path, sizeof(path), "%.*s/%s", dirlen, d->path, link) <
-		    (int)sizeof(path) &&
-	    try_debug(d, path, true, true, out))
+	/* Beside the binary: DIR/LINK and DIR/.debug/LINK. */
+	if (dirlen > 0 && try_debug(d, DEBUG_BESIDE, link, (size_t)dirlen,
+				    true, out))
 		return true;
-	if (snprintf(path, sizeof(path), "%.*s/.debug/%s", dirlen, d->path,
-		     link) < (int)sizeof(path) &&
-	    try_debug(d, path, true, true, out))
+	if (dirlen > 0 &&
+	    snprintf(path, sizeof(path), ".debug/%s", link) <
+		    (int)sizeof(path) &&
+	    try_debug(d, DEBUG_BESIDE, path, (size_t)dirlen, true, out))
 		return true;
 	if (snprintf(path, sizeof(path), "/usr/lib/debug%.*s/%s", dirlen,
 		     d->path, link) < (int)sizeof(path) &&
-	    try_debug(d, path, true, true, out))
+	    try_debug(d, DEBUG_ROOT, path, 0, true, out))
 		return true;
 	return snprintf(path, sizeof(path), "%s%.*s/%s", d->c->o.debug_root,
 			dirlen, d->path, link) < (int)sizeof(path) &&
-	       try_debug(d, path, false, true, out);
+	       try_debug(d, DEBUG_HOST, path, 0, true, out);
 }
 
 /* Symbols of one table of e into t; on failure t is emptied. */
-static ssize_t symbols(const struct debug_ctx *d, struct wc_elf *e, bool dynsym,
+static ssize_t symbols(struct debug_ctx *d, struct wc_elf *e, bool dynsym,
 		       struct wc_symtab *t)
 {
 	ssize_t n = wc_elf_symbols(e, dynsym, t);
@@ -372,7 +417,7 @@ static ssize_t symbols(const struct debug_ctx *d, struct wc_elf *e, bool dynsym,
 }
 
 /* .symtab, else a debug file's .symtab, else .dynsym. */
-static void load_symbols(const struct debug_ctx *d, struct wc_elf *e,
+static void load_symbols(struct debug_ctx *d, struct wc_elf *e,
 			 struct wc_symtab *t)
 {
 	struct wc_elf dbg;
@@ -396,8 +441,10 @@ dynsym:
 }
 
 static struct wc_mod_table *table_new(struct wc_mod_cache *c,
-				      const struct wc_elf_info *info)
+				      const struct debug_ctx *d)
 {
+	const struct wc_elf_info *info = d->info;
+
 	struct wc_mod_table *t;
 
 	if (c->ntables == c->tables_cap) {
@@ -414,8 +461,11 @@ static struct wc_mod_table *table_new(struct wc_mod_cache *c,
 	if (!t)
 		return NULL;
 	wc_symtab_init(&t->syms, c->o.max_bytes / 2, UNSIZED_MAX);
-	memcpy(t->build_id, info->build_id, info->build_id_len);
-	t->build_id_len = info->build_id_len;
+	if (d->shared) {
+		memcpy(t->build_id, info->build_id, info->build_id_len);
+		t->build_id_len = info->build_id_len;
+	}
+	t->owner = d->owner;
 	t->index = c->ntables;
 	c->tables[c->ntables++] = t;
 	return t;
@@ -423,14 +473,16 @@ static struct wc_mod_table *table_new(struct wc_mod_cache *c,
 
 /* The table for an open ELF image: shared by build-id, or read now. */
 static struct wc_mod_table *
-table_for(struct wc_mod_cache *c, const struct debug_ctx *d, struct wc_elf *e)
+table_for(struct wc_mod_cache *c, struct debug_ctx *d, struct wc_elf *e)
 {
-	struct wc_mod_table *t;
+	struct wc_mod_table *t = NULL;
 
-	t = table_by_build_id(c, d->info->build_id, d->info->build_id_len);
+	if (d->shared)
+		t = table_by_build_id(c, d->info->build_id,
+				      d->info->build_id_len, d->owner);
 	if (t)
 		return t;
-	t = table_new(c, d->info);
+	t = table_new(c, d);
 	if (!t)
 		return NULL;
 	load_symbols(d, e, &t->syms);
@@ -457,7 +509,8 @@ static void attach(struct wc_mod_cache *c, struct wc_mod *m,
 	m->evicted = false;
 }
 
-/* Fill m from an open ELF image and give it a table. */
+/* Fill m from an open ELF image (a file of pid's, or with pid 0 a vdso
+ * image, whose table is its own) and give it a table. */
 static void read_image(struct wc_mod_cache *c, struct wc_mod *m,
 		       struct wc_elf *e, pid_t pid, const char *path)
 {
@@ -468,6 +521,8 @@ static void read_image(struct wc_mod_cache *c, struct wc_mod *m,
 	if (e->fd >= 0 && fstat(e->fd, &st) == 0) {
 		d.dev = st.st_dev;
 		d.ino = st.st_ino;
+		d.owner = st.st_uid;
+		d.shared = true;
 	}
 	wc_elf_read_info(e, &info);
 	memcpy(m->segs, info.segs, sizeof(m->segs));
@@ -500,21 +555,31 @@ static struct wc_mod *mod_new(struct wc_mod_cache *c, uint64_t dev,
 
 /* Open the file behind mapping m of pid: map_files first (deleted files,
  * other mount namespaces), else the path in its root if it is still the
- * same inode. */
+ * same file. */
 static int open_mapped(struct wc_mod_cache *c, pid_t pid,
 		       const struct wc_proc_map *m)
 {
 	struct stat st;
 	int fd;
 
-	fd = wc_proc_open_map_file(c->o.proc_root, pid, m->start, m->end);
-	if (fd >= 0 || m->path[0] != '/')
+	fd = wc_proc_open_map_file(c->o.proc_root, pid, m->start, m->end, &st);
+	if (fd >= 0)
 		return fd;
-	fd = wc_proc_open_in_root(c->o.proc_root, pid, m->path);
-	if (fd >= 0 && (fstat(fd, &st) || (m->ino && st.st_ino != m->ino))) {
+	if (errno == EINVAL) {
+		c->st.refused++;
+		return -1;
+	}
+	if (m->path[0] != '/')
+		return -1;
+	fd = wc_proc_open_in_root(c->o.proc_root, pid, m->path, 0, &st);
+	if (fd >= 0 && (st.st_ino != m->ino ||
+			major(st.st_dev) != m->dev_major ||
+			minor(st.st_dev) != m->dev_minor)) {
 		close(fd);
 		fd = -1;
 	}
+	if (fd < 0 && errno == EINVAL)
+		c->st.refused++;
 	return fd;
 }
 
@@ -614,7 +679,7 @@ static void own_vdso(struct wc_mod_cache *c)
 
 	c->own_vdso_tried = true;
 	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (!base || fd < 0 || wc_lines_open(&r, fd, 8192))
+	if (!base || fd < 0 || wc_lines_open(&r, fd, 8192, UINT64_MAX))
 		return;
 	while ((line = wc_lines_next(&r, &len))) {
 		if (wc_proc_parse_maps_line(line, len, &pm) ||
@@ -683,6 +748,12 @@ struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 	}
 out:
 	free(img);
+	return mod;
+}
+
+struct wc_mod *wc_mod_ref(struct wc_mod *mod)
+{
+	mod->refs++;
 	return mod;
 }
 

@@ -45,6 +45,7 @@ struct wc_mod_stats {
 	uint64_t misses; /* ... that had to be read (new, or evicted) */
 	uint64_t evictions;
 	uint64_t too_big; /* .symtab over budget, .dynsym used instead */
+	uint64_t refused; /* files refused (wc_sym_stats) */
 	uint64_t tables;
 	uint64_t bytes; /* tables and module records */
 };
@@ -67,6 +68,8 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
  * process's memory, or ours if that fails and ours has the same size. */
 struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 			   uint64_t end);
+/* One more reference to mod (not NULL), for the caller. */
+struct wc_mod *wc_mod_ref(struct wc_mod *mod);
 void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod);
 
 /* The module had a table the cache evicted. */

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "wc_sym_perfmap.h"
@@ -56,20 +55,24 @@ int wc_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
 	return 0;
 }
 
-/* Start far enough into a big file that its tail fits the budget. */
-static bool seek_tail(int fd, size_t budget)
+/* Start far enough into a big file that its tail fits the budget; the
+ * bytes from there to size into *len. */
+static bool seek_tail(int fd, uint64_t size, size_t budget, uint64_t *len)
 {
-	struct stat st;
-	off_t keep = (off_t)(budget / 2);
+	uint64_t keep = budget / 2;
 
-	if (fstat(fd, &st) != 0 || st.st_size <= keep)
+	*len = size;
+	if (size <= keep || lseek(fd, (off_t)(size - keep), SEEK_SET) < 0)
 		return false;
-	return lseek(fd, st.st_size - keep, SEEK_SET) >= 0;
+	*len = keep;
+	return true;
 }
 
-long wc_perfmap_load(int fd, struct wc_symtab *t, uint64_t *bad)
+long wc_perfmap_load(int fd, uint64_t file_size, struct wc_symtab *t,
+		     uint64_t *bad)
 {
-	bool partial = seek_tail(fd, t->max_bytes);
+	uint64_t bytes;
+	bool partial = seek_tail(fd, file_size, t->max_bytes, &bytes);
 	struct wc_lines r;
 	uint32_t lineno = 0;
 	const char *name;
@@ -77,7 +80,7 @@ long wc_perfmap_load(int fd, struct wc_symtab *t, uint64_t *bad)
 	uint64_t start, size;
 	char *line;
 
-	if (wc_lines_open(&r, fd, LINE_BYTES))
+	if (wc_lines_open(&r, fd, LINE_BYTES, bytes))
 		return -1;
 	while ((line = wc_lines_next(&r, &len))) {
 		if (partial) {

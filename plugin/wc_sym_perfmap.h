@@ -23,8 +23,10 @@ int wc_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
 			  uint64_t *size, const char **name, size_t *namelen);
 
 /* Read the map from fd (taken and closed) into t (initialised by the
- * caller, finished here).  Returns the number of symbols kept, or -1;
- * *bad counts lines skipped. */
-long wc_perfmap_load(int fd, struct wc_symtab *t, uint64_t *bad);
+ * caller, finished here), no further than size bytes (its size when it
+ * was opened: a map that keeps growing is not chased).  Returns the number
+ * of symbols kept, or -1; *bad counts lines skipped. */
+long wc_perfmap_load(int fd, uint64_t size, struct wc_symtab *t,
+		     uint64_t *bad);
 
 #endif /* WC_SYM_PERFMAP_H */

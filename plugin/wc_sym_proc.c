@@ -3,23 +3,28 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "wc_sym_proc.h"
 
 #define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+/* /proc/PID/status is a few KiB, but for a Groups: line of thousands. */
+#define STATUS_MAX (1u << 20)
 
-int wc_lines_open(struct wc_lines *r, int fd, size_t cap)
+int wc_lines_open(struct wc_lines *r, int fd, size_t cap, uint64_t limit)
 {
 	memset(r, 0, sizeof(*r));
 	r->fd = fd;
 	r->cap = cap;
+	r->left = limit;
 	r->buf = malloc(cap + 1);
 	if (!r->buf) {
 		wc_lines_close(r);
@@ -40,6 +45,7 @@ void wc_lines_close(struct wc_lines *r)
 /* Read more after what is buffered; false at the end or on an error. */
 static bool fill(struct wc_lines *r)
 {
+	size_t want;
 	ssize_t n;
 
 	if (r->start > 0) {
@@ -52,14 +58,23 @@ static bool fill(struct wc_lines *r)
 		r->skipping = true;
 		r->end = 0;
 	}
+	want = r->cap - r->end;
+	if (want > r->left)
+		want = (size_t)r->left;
+	if (want == 0) {
+		r->eof = true;
+		r->cut = true;
+		return false;
+	}
 	do
-		n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		n = read(r->fd, r->buf + r->end, want);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0) {
 		r->eof = true;
 		return false;
 	}
 	r->end += (size_t)n;
+	r->left -= (uint64_t)n;
 	return true;
 }
 
@@ -93,6 +108,12 @@ char *wc_lines_next(struct wc_lines *r, size_t *len)
 		if (r->eof || !fill(r)) {
 			if (r->skipping) {
 				r->skipping = false;
+				r->skipped++;
+				r->start = r->end;
+			}
+			/* At the byte bound a line without its newline
+			 * was still being written. */
+			if (r->start < r->end && r->cut) {
 				r->skipped++;
 				r->start = r->end;
 			}
@@ -237,7 +258,7 @@ int wc_proc_status(const char *proc_root, pid_t pid, pid_t *nspid, uid_t *euid)
 	int fd;
 
 	fd = wc_proc_open(proc_root, pid, "status");
-	if (fd < 0 || wc_lines_open(&r, fd, 4096))
+	if (fd < 0 || wc_lines_open(&r, fd, 4096, STATUS_MAX))
 		return -1;
 	/* An overlong line (Groups: with thousands of groups) is skipped. */
 	while ((line = wc_lines_next(&r, &len))) {
@@ -281,71 +302,132 @@ int wc_proc_stat_map_file(const char *proc_root, pid_t pid, uint64_t start,
 	return stat(path, st);
 }
 
+/* statfs types, not all in every linux/magic.h */
+#define ZFS_MAGIC 0x2fc12fc1
+#define JFS_MAGIC 0x3153464a
+#define BCACHEFS_MAGIC 0xca451a4e
+
+bool wc_fs_readable(long f_type)
+{
+	static const unsigned long ok[] = {
+		EXT4_SUPER_MAGIC,   XFS_SUPER_MAGIC,		 BTRFS_SUPER_MAGIC,
+		F2FS_SUPER_MAGIC,   ZFS_MAGIC,		 BCACHEFS_MAGIC,
+		JFS_MAGIC,	    REISERFS_SUPER_MAGIC, NILFS_SUPER_MAGIC,
+		OCFS2_SUPER_MAGIC,  TMPFS_MAGIC,	 RAMFS_MAGIC,
+		HUGETLBFS_MAGIC,    OVERLAYFS_SUPER_MAGIC, SQUASHFS_MAGIC,
+		EROFS_SUPER_MAGIC_V1, ISOFS_SUPER_MAGIC,	 MSDOS_SUPER_MAGIC,
+		EXFAT_SUPER_MAGIC,  NFS_SUPER_MAGIC,	 CIFS_SUPER_MAGIC,
+		SMB2_SUPER_MAGIC,   CEPH_SUPER_MAGIC,	 V9FS_MAGIC,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if ((unsigned long)(uint32_t)f_type == ok[i])
+			return true;
+	return false;
+}
+
 /*
  * Open for reading what pfd (an O_PATH descriptor, taken) names, if it is
- * a regular file.  An O_PATH open runs no driver code, so a device node or
- * FIFO someone put in a path we follow is looked at, never opened.
+ * a regular file on a readable filesystem.  An O_PATH open runs no driver
+ * code, so a device node or FIFO someone put in a path we follow is looked
+ * at, never opened.
  */
-static int reopen_regular(int pfd)
+static int reopen_regular(int pfd, struct stat *st)
 {
 	char path[64];
-	struct stat st;
+	struct statfs sf;
 	int fd;
 
 	if (pfd < 0)
 		return -1;
-	if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode) || fstatfs(pfd, &sf) ||
+	    !wc_fs_readable((long)sf.f_type)) {
 		close(pfd);
 		errno = EINVAL;
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	fd = open(path, OPEN_FLAGS);
 	close(pfd);
 	return fd;
 }
 
 int wc_proc_open_map_file(const char *proc_root, pid_t pid, uint64_t start,
-			  uint64_t end)
+			  uint64_t end, struct stat *st)
 {
 	char path[PATH_MAX];
 
 	if (map_file_path(path, sizeof(path), proc_root, pid, start, end))
 		return -1;
-	return reopen_regular(open(path, O_PATH | O_CLOEXEC));
+	return reopen_regular(open(path, O_PATH | O_CLOEXEC), st);
 }
 
-int wc_proc_open_in_root(const char *proc_root, pid_t pid, const char *path)
+static int openat2_path(int dfd, const char *path, uint64_t resolve)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+		.resolve = resolve | RESOLVE_NO_MAGICLINKS,
 	};
+
+	return (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+}
+
+/* The process's root as a directory descriptor. */
+static int open_root(const char *proc_root, pid_t pid)
+{
 	char full[PATH_MAX];
+
+	if (proc_path(full, sizeof(full), proc_root, pid, "root"))
+		return -1;
+	return open(full, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+int wc_proc_open_in_root(const char *proc_root, pid_t pid, const char *path,
+			 unsigned flags, struct stat *st)
+{
+	uint64_t resolve = RESOLVE_IN_ROOT;
 	int dfd, fd;
 
 	if (path[0] != '/') {
 		errno = EINVAL;
 		return -1;
 	}
-	if (proc_path(full, sizeof(full), proc_root, pid, "root"))
-		return -1;
-	dfd = open(full, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (flags & WC_OPEN_NO_SYMLINKS)
+		resolve |= RESOLVE_NO_SYMLINKS;
+	dfd = open_root(proc_root, pid);
 	if (dfd < 0)
 		return -1;
-	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	/* No fallback without openat2 (before 5.6, or a seccomp profile
+	 * that refuses it): the kernel would resolve absolute symlinks of
+	 * the process's files in our root. */
+	fd = openat2_path(dfd, path, resolve);
 	close(dfd);
-	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-		return reopen_regular(fd);
-	/* Before 5.6 there is no openat2 (and older container seccomp
-	 * profiles refuse it with EPERM): the kernel resolves the path
-	 * itself then, with absolute symlinks pointing into our root. */
-	if (strlen(full) + strlen(path) >= sizeof(full)) {
-		errno = ENAMETOOLONG;
+	return reopen_regular(fd, st);
+}
+
+int wc_proc_open_beneath(const char *proc_root, pid_t pid, const char *dir,
+			 size_t dirlen, const char *name, struct stat *st)
+{
+	char dpath[PATH_MAX];
+	int rfd, dfd, fd;
+
+	if (dirlen == 0 || dirlen >= sizeof(dpath) || dir[0] != '/') {
+		errno = EINVAL;
 		return -1;
 	}
-	strcat(full, path);
-	return reopen_regular(open(full, O_PATH | O_CLOEXEC));
+	memcpy(dpath, dir, dirlen);
+	dpath[dirlen] = '\0';
+	rfd = open_root(proc_root, pid);
+	if (rfd < 0)
+		return -1;
+	dfd = openat2_path(rfd, dpath, RESOLVE_IN_ROOT);
+	close(rfd);
+	if (dfd < 0)
+		return -1;
+	fd = openat2_path(dfd, name, RESOLVE_BENEATH);
+	close(dfd);
+	return reopen_regular(fd, st);
 }
 
 int wc_proc_read_mem(const char *proc_root, pid_t pid, uint64_t addr, void *buf,
@@ -373,7 +455,7 @@ int wc_proc_read_mem(const char *proc_root, pid_t pid, uint64_t addr, void *buf,
 	return 0;
 }
 
-int wc_open_regular(const char *path)
+int wc_open_regular(const char *path, struct stat *st)
 {
-	return reopen_regular(open(path, O_PATH | O_CLOEXEC));
+	return reopen_regular(open(path, O_PATH | O_CLOEXEC), st);
 }

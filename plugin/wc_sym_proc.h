@@ -9,9 +9,15 @@
  * process's owner wrote): lines are read through a fixed buffer and an
  * overlong line is skipped and counted, never grown into.  Files in a
  * process's root are opened with openat2(RESOLVE_IN_ROOT) so that its
- * symlinks resolve inside its root, not ours.  Files are looked at through
- * an O_PATH descriptor first and only regular ones are opened: a FIFO
- * would hang us, and opening a device node can have effects.
+ * symlinks resolve inside its root, not ours.
+ *
+ * Every file opened on a process's behalf is looked at through an O_PATH
+ * descriptor first (no driver code runs) and opened only if it is a
+ * regular file on a disk-like filesystem (wc_fs_readable): procfs files
+ * are regular too, and /proc/kmsg blocks its reader; a FIFO would hang
+ * us; opening a device node can have effects.  The open itself does not
+ * block (O_NONBLOCK), and the size seen then is the caller's read bound:
+ * a file that grows while we read it is read no further.
  */
 #ifndef WC_SYM_PROC_H
 #define WC_SYM_PROC_H
@@ -28,13 +34,16 @@ struct wc_lines {
 	char *buf; /* cap + 1 bytes: room for the NUL of a last line */
 	size_t cap;
 	size_t start, end;
+	uint64_t left; /* bytes it may still read */
 	bool eof;
+	bool cut;	  /* stopped by the byte bound, not the end */
 	bool skipping;	  /* inside a line longer than the buffer */
 	uint64_t skipped; /* overlong lines dropped */
 };
 
-/* Takes fd (closed by wc_lines_close, also on failure here).  0 or -1. */
-int wc_lines_open(struct wc_lines *r, int fd, size_t cap);
+/* Takes fd (closed by wc_lines_close, also on failure here), reads at most
+ * limit bytes of it (UINT64_MAX: to the end).  0 or -1. */
+int wc_lines_open(struct wc_lines *r, int fd, size_t cap, uint64_t limit);
 /* The next line, newline removed and NUL-terminated in place, valid until
  * the next call; NULL at the end or on a read error. */
 char *wc_lines_next(struct wc_lines *r, size_t *len);
@@ -53,6 +62,12 @@ struct wc_proc_map {
 /* Parse one maps line (modified in place: path is cut).  0 or -1. */
 int wc_proc_parse_maps_line(char *line, size_t len, struct wc_proc_map *m);
 
+/* Is a filesystem of this statfs type one whose regular files read like
+ * a disk's: local disk filesystems, tmpfs, overlay, network filesystems?
+ * Not procfs, sysfs, debugfs or other pseudo filesystems, and not FUSE,
+ * which any user can mount in a user namespace and answer never. */
+bool wc_fs_readable(long f_type);
+
 /* Open "proc_root/pid/name" read-only; -1 with errno on failure. */
 int wc_proc_open(const char *proc_root, pid_t pid, const char *name);
 
@@ -64,19 +79,31 @@ int wc_proc_status(const char *proc_root, pid_t pid, pid_t *nspid, uid_t *euid);
  * which works for deleted files and other mount namespaces alike. */
 int wc_proc_stat_map_file(const char *proc_root, pid_t pid, uint64_t start,
 			  uint64_t end, struct stat *st);
+/* The open ones below fill *st as the file was at open, and refuse (EINVAL)
+ * what is not a regular file on a readable filesystem. */
 int wc_proc_open_map_file(const char *proc_root, pid_t pid, uint64_t start,
-			  uint64_t end);
+			  uint64_t end, struct stat *st);
+
+/* How wc_proc_open_in_root may reach the file. */
+enum {
+	WC_OPEN_NO_SYMLINKS = 1, /* no symlink anywhere on the way */
+};
 
 /* Open PATH as the process sees it: inside /proc/PID/root, its symlinks
- * resolved in that root.  Regular files only. */
-int wc_proc_open_in_root(const char *proc_root, pid_t pid, const char *path);
+ * resolved in that root. */
+int wc_proc_open_in_root(const char *proc_root, pid_t pid, const char *path,
+			 unsigned flags, struct stat *st);
+/* Open NAME in directory DIR as the process sees it, never leaving DIR
+ * (no "..", no absolute or magic symlinks on the way). */
+int wc_proc_open_beneath(const char *proc_root, pid_t pid, const char *dir,
+			 size_t dirlen, const char *name, struct stat *st);
 
 /* Read len bytes of the process's memory at addr: 0, or -1 if any is
  * unreadable. */
 int wc_proc_read_mem(const char *proc_root, pid_t pid, uint64_t addr, void *buf,
 		     size_t len);
 
-/* Open a host file (debug files): regular files only. */
-int wc_open_regular(const char *path);
+/* Open a host file (debug files), by the same rules. */
+int wc_open_regular(const char *path, struct stat *st);
 
 #endif /* WC_SYM_PROC_H */

@@ -47,6 +47,12 @@ mkdir -p "debugroot/.build-id/$head"
 objcopy --only-keep-debug fx_bid "debugroot/.build-id/$head/$rest.debug"
 strip --strip-all fx_bid
 
+# A forgery: fx_pie's build-id on a binary whose alpha has another name.
+id=$(readelf -n fx_pie | sed -n 's/^ *Build ID: *\([0-9a-f]*\).*/\1/p')
+[ ${#id} -ge 4 ] || { echo "build.sh: no build-id in fx_pie" >&2; exit 1; }
+gcc $CFLAGS -fPIE -pie -Dwcsym_fixture_alpha=wcsym_forged_alpha \
+	-Wl,--build-id=0x"$id" -o fx_forged "$SRC/fixture.c" -ldl
+
 # Files mapped executable that are no ELF, or a broken one.
 yes 'not an ELF file' | head -c 8192 >blob.bin
 head -c 3000 libfx.so >trunc.so

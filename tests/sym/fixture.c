@@ -7,7 +7,8 @@
  * (print the vdso's clock_gettime), --jit (copy code into an anonymous
  * executable mapping and describe it in /tmp/perf-PID.map, with garbage
  * lines among the good ones), --map FILE (map FILE executable and print an
- * address 0x10 into it).
+ * address 0x10 into it).  Built once more with wcsym_fixture_alpha renamed
+ * and another binary's build-id, as a user forging names would.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -48,6 +49,7 @@ static void jit(void)
 	uintptr_t a = (uintptr_t)code;
 	char longname[10000];
 	FILE *f;
+	int fd;
 
 	if (code == MAP_FAILED)
 		exit(3);
@@ -55,7 +57,9 @@ static void jit(void)
 	if (mprotect(code, len, PROT_READ | PROT_EXEC))
 		exit(3);
 	snprintf(perf_map, sizeof(perf_map), "/tmp/perf-%d.map", getpid());
-	f = fopen(perf_map, "w");
+	/* Only a map no one else may write is believed: not by umask. */
+	fd = open(perf_map, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	f = fd >= 0 && fchmod(fd, 0644) == 0 ? fdopen(fd, "w") : NULL;
 	if (!f)
 		exit(3);
 	memset(longname, 'x', sizeof(longname) - 1);

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <gnu/libc-version.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -230,8 +231,9 @@ static void fx_stop(struct fixture *f)
 	f->wait = 0;
 }
 
-/* Start argv[0] (a path) with argv; true once it printed "ready". */
-static bool fx_start(struct fixture *f, const char *const *argv)
+/* Start argv[0] (a path) with argv as uid (and gid) if not 0; true once
+ * it printed "ready". */
+static bool fx_start_as(struct fixture *f, const char *const *argv, uid_t uid)
 {
 	int in[2], out[2];
 
@@ -244,6 +246,8 @@ static bool fx_start(struct fixture *f, const char *const *argv)
 	if (f->pid == 0) {
 		dup2(in[0], 0);
 		dup2(out[1], 1);
+		if (uid && (setgroups(0, NULL) || setgid(uid) || setuid(uid)))
+			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
@@ -255,6 +259,11 @@ static bool fx_start(struct fixture *f, const char *const *argv)
 		return false;
 	}
 	return true;
+}
+
+static bool fx_start(struct fixture *f, const char *const *argv)
+{
+	return fx_start_as(f, argv, 0);
 }
 
 static uint64_t fx_addr(const struct fixture *f, const char *key)
@@ -363,7 +372,7 @@ static void test_line_reader(void)
 	fprintf(f, "first\n%s\nsecond\n\n%s", big, "last, no newline");
 	fclose(f);
 	fd = open(path, O_RDONLY);
-	CHECK(wc_lines_open(&r, fd, 64) == 0);
+	CHECK(wc_lines_open(&r, fd, 64, UINT64_MAX) == 0);
 	line = wc_lines_next(&r, &len);
 	CHECK(line && !strcmp(line, "first") && len == 5);
 	line = wc_lines_next(&r, &len);
@@ -841,6 +850,289 @@ static void test_perf_map(void)
 			  false, buf, sizeof(buf)) == WC_SYM_MODULE);
 	wc_sym_free(s);
 	fx_stop(&f);
+}
+
+/* --- hostile files: what a local user can put where we read ------------- */
+
+#define NOBODY 65534
+
+#define NEED_ROOT()                                                  \
+	do {                                                         \
+		if (geteuid() != 0)                                  \
+			SKIP("needs root (chown, files of others)"); \
+	} while (0)
+
+/* Opened, or refused before anything was read, and never blocking: a
+ * procfs file that blocks its reader (/proc/kmsg), a FIFO, a device, a
+ * symlink where none may be.  An alarm ends the test if one blocks. */
+static void test_open_rules(void)
+{
+	char fifo[PATH_MAX], reg[PATH_MAX], link[PATH_MAX];
+	const char *bad[] = {"/proc/kmsg", "/proc/self/status",
+			     "/sys/kernel/notes", "/dev/null", fifo};
+	struct stat st;
+	size_t i;
+	int fd;
+
+	NEED_FIXTURES();
+	fmt(fifo, sizeof(fifo), "%s/fifo", fxdir);
+	fmt(reg, sizeof(reg), "%s/regular", fxdir);
+	fmt(link, sizeof(link), "%s/link", fxdir);
+	CHECK(mkfifo(fifo, 0600) == 0 || errno == EEXIST);
+	CHECK(write_file(reg, "0123456789") == 0);
+	unlink(link);
+	CHECK(symlink(reg, link) == 0);
+	alarm(20);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		fd = wc_open_regular(bad[i], &st);
+		if (fd >= 0 || errno != EINVAL)
+			printf("  %s: fd %d, errno %d\n", bad[i], fd, errno);
+		CHECK(fd < 0 && errno == EINVAL);
+		if (fd >= 0)
+			close(fd);
+		fd = wc_proc_open_in_root("/proc", getpid(), bad[i], 0, &st);
+		CHECK(fd < 0);
+	}
+	alarm(0);
+	CHECK(wc_fs_readable(0xEF53) && !wc_fs_readable(0x9fa0) &&
+	      !wc_fs_readable(0x65735546));
+	/* a regular file: opened, its size at open given */
+	fd = wc_proc_open_in_root("/proc", getpid(), reg, WC_OPEN_NO_SYMLINKS,
+				  &st);
+	CHECK(fd >= 0 && st.st_size == 10);
+	if (fd >= 0)
+		close(fd);
+	/* through a symlink only where symlinks may be */
+	fd = wc_proc_open_in_root("/proc", getpid(), link, 0, &st);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK(wc_proc_open_in_root("/proc", getpid(), link,
+				   WC_OPEN_NO_SYMLINKS, &st) < 0 &&
+	      errno == ELOOP);
+	unlink(fifo);
+	unlink(link);
+	unlink(reg);
+}
+
+/* A perf map is read no further than its size when it was opened, and a
+ * last line without its newline (still being written) is not a name. */
+static void test_perf_map_bound(void)
+{
+	const char *text = "1000 10 one\n2000 10 two\n3000 10 three_cut\n";
+	char path[PATH_MAX];
+	struct wc_symtab t;
+	uint64_t bad = 0;
+	int fd;
+
+	NEED_FIXTURES();
+	fmt(path, sizeof(path), "%s/growing.map", fxdir);
+	CHECK(write_file(path, text) == 0);
+	fd = open(path, O_RDONLY);
+	wc_symtab_init(&t, 1 << 20, 1);
+	/* as if the file had been this long at open: two lines and a half */
+	CHECK(wc_perfmap_load(fd, 24 + 9, &t, &bad) == 2);
+	CHECK(bad == 1);
+	CHECK(wc_symtab_find(&t, 0x1004) && !wc_symtab_find(&t, 0x3004));
+	wc_symtab_free(&t);
+	unlink(path);
+}
+
+/* Rename a fixture's perf map aside; put it back (or not) as the test
+ * says, then make the symbolizer read it again. */
+static void refresh(struct wc_sym *s, pid_t pid)
+{
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, pid) == 0);
+}
+
+static bool jit_named(struct wc_sym *s, const struct fixture *f)
+{
+	char buf[256];
+
+	return wc_sym_user(s, f->pid, fx_addr(f, "jit_one"), false, buf,
+			   sizeof(buf)) == WC_SYM_NAME &&
+	       !strcmp(buf, "jit_one");
+}
+
+/* A perf map is believed only if the process's own user could have
+ * written it: a regular file, not a symlink or a second link, owned by
+ * the process's user (root's only for root's processes), that no one else
+ * may write. */
+static void test_perf_map_rules(void)
+{
+	const char *argv[] = {fx("fx_pie"), "--jit", NULL};
+	char map[64], aside[PATH_MAX], link2[64];
+	struct wc_sym_stats st;
+	struct fixture f, fn;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	NEED_ROOT();
+	/* fixtures of nobody must reach their binary */
+	CHECK(chmod(fxdir, 0755) == 0);
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	fmt(map, sizeof(map), "/tmp/perf-%d.map", (int)f.pid);
+	fmt(link2, sizeof(link2), "/tmp/perf-%d.map.2", (int)f.pid);
+	fmt(aside, sizeof(aside), "%s/aside.map", fxdir);
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0 && jit_named(s, &f));
+	/* a symlink to a root-owned file of the right content */
+	CHECK(copy_file(map, aside) == 0 && chmod(aside, 0644) == 0);
+	CHECK(unlink(map) == 0 && symlink(aside, map) == 0);
+	refresh(s, f.pid);
+	CHECK(!jit_named(s, &f));
+	CHECK(unlink(map) == 0 && copy_file(aside, map) == 0 &&
+	      chmod(map, 0644) == 0);
+	refresh(s, f.pid);
+	CHECK(jit_named(s, &f));
+	/* writable by the group, by others */
+	CHECK(chmod(map, 0664) == 0);
+	refresh(s, f.pid);
+	CHECK(!jit_named(s, &f));
+	CHECK(chmod(map, 0646) == 0);
+	refresh(s, f.pid);
+	CHECK(!jit_named(s, &f));
+	CHECK(chmod(map, 0644) == 0);
+	/* a second link to it */
+	CHECK(link(map, link2) == 0);
+	refresh(s, f.pid);
+	CHECK(!jit_named(s, &f));
+	CHECK(unlink(link2) == 0);
+	refresh(s, f.pid);
+	CHECK(jit_named(s, &f));
+	/* someone else's, for a root process */
+	CHECK(chown(map, NOBODY, NOBODY) == 0);
+	refresh(s, f.pid);
+	CHECK(!jit_named(s, &f));
+	wc_sym_stats(s, &st);
+	CHECK(st.refused >= 5);
+	wc_sym_free(s);
+	fx_stop(&f);
+
+	/* nobody's process: its own map is believed, root's is not */
+	if (!fx_start_as(&fn, argv, NOBODY)) {
+		CHECK(!"fixture of nobody started");
+		return;
+	}
+	fmt(map, sizeof(map), "/tmp/perf-%d.map", (int)fn.pid);
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, fn.pid) == 0 && jit_named(s, &fn));
+	CHECK(chown(map, 0, 0) == 0);
+	refresh(s, fn.pid);
+	CHECK(!jit_named(s, &fn));
+	wc_sym_free(s);
+	unlink(map); /* the fixture, not root, may no longer remove it */
+	fx_stop(&fn);
+	unlink(aside);
+}
+
+/* Copy fx_link and its debug file to DIR/ (made here), owned by uid. */
+static bool link_copy(const char *dir, uid_t uid, uid_t debug_uid)
+{
+	char bin[PATH_MAX], dbgdir[PATH_MAX], dbg[PATH_MAX];
+
+	fmt(bin, sizeof(bin), "%s/fx_link", dir);
+	fmt(dbgdir, sizeof(dbgdir), "%s/.debug", dir);
+	fmt(dbg, sizeof(dbg), "%s/fx_link.debug", dbgdir);
+	return (mkdir(dir, 0755) == 0 || errno == EEXIST) &&
+	       (mkdir(dbgdir, 0755) == 0 || errno == EEXIST) &&
+	       copy_file(fx("fx_link"), bin) == 0 &&
+	       copy_file(fx(".debug/fx_link.debug"), dbg) == 0 &&
+	       chown(bin, uid, uid) == 0 &&
+	       chown(dbg, debug_uid, debug_uid) == 0;
+}
+
+/* The name of fx_link's alpha in a fresh symbolizer, as dir/fx_link. */
+static int link_alpha(const char *dir, char *buf, size_t len)
+{
+	char bin[PATH_MAX];
+	const char *argv[] = {bin, NULL};
+	struct fixture f;
+	struct wc_sym *s;
+	int rc;
+
+	fmt(bin, sizeof(bin), "%s/fx_link", dir);
+	if (!fx_start(&f, argv))
+		return -1;
+	s = sym_new(NULL, NULL);
+	rc = s ? wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false, buf, len)
+	       : -1;
+	wc_sym_free(s);
+	fx_stop(&f);
+	return rc;
+}
+
+/* A debug file beside a binary is believed only if the binary's owner or
+ * root owns it, and only where it is: not through a symlink that leaves
+ * the binary's directory. */
+static void test_debug_file_rules(void)
+{
+	char dir[PATH_MAX], dbg[PATH_MAX], buf[256];
+
+	NEED_FIXTURES();
+	NEED_ROOT();
+	fmt(dir, sizeof(dir), "%s/owned", fxdir);
+	fmt(dbg, sizeof(dbg), "%s/.debug/fx_link.debug", dir);
+	/* the binary's owner's, and root's: believed */
+	CHECK(link_copy(dir, NOBODY, NOBODY));
+	CHECK(link_alpha(dir, buf, sizeof(buf)) == WC_SYM_NAME);
+	CHECK_STR_EQ(buf, "wcsym_fixture_alpha");
+	CHECK(chown(dbg, 0, 0) == 0);
+	CHECK(link_alpha(dir, buf, sizeof(buf)) == WC_SYM_NAME);
+	/* a third user's: not */
+	CHECK(chown(dbg, 4242, 4242) == 0);
+	CHECK(link_alpha(dir, buf, sizeof(buf)) == WC_SYM_MODULE);
+	CHECK_STR_HAS(buf, "fx_link+0x");
+	/* a symlink out of the directory to a good debug file: not */
+	CHECK(unlink(dbg) == 0 &&
+	      symlink(fx(".debug/fx_link.debug"), dbg) == 0);
+	CHECK(link_alpha(dir, buf, sizeof(buf)) == WC_SYM_MODULE);
+	/* nor to a file that would block us */
+	CHECK(unlink(dbg) == 0 && symlink("/proc/kmsg", dbg) == 0);
+	alarm(20);
+	CHECK(link_alpha(dir, buf, sizeof(buf)) == WC_SYM_MODULE);
+	alarm(0);
+	rm_tree(dir);
+}
+
+/* A table is shared by build-id only between files of one owner: a user
+ * who gives a binary of theirs a root binary's build-id names only their
+ * own frames. */
+static void test_forged_build_id(void)
+{
+	const char *argv_f[] = {fx("fx_forged"), NULL};
+	const char *argv_v[] = {fx("fx_pie"), NULL};
+	struct fixture ff, fv;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	NEED_ROOT();
+	CHECK(chown(fx("fx_forged"), NOBODY, NOBODY) == 0);
+	if (!fx_start(&ff, argv_f)) {
+		CHECK(!"forged fixture started");
+		return;
+	}
+	s = sym_new(NULL, NULL);
+	CHECK(s && wc_sym_proc_note(s, ff.pid) == 0);
+	CHECK_NAME(s, ff.pid, fx_addr(&ff, "alpha"), false,
+		   "wcsym_forged_alpha");
+	if (!fx_start(&fv, argv_v)) {
+		CHECK(!"victim fixture started");
+		wc_sym_free(s);
+		fx_stop(&ff);
+		return;
+	}
+	CHECK(wc_sym_proc_note(s, fv.pid) == 0);
+	CHECK_NAME(s, fv.pid, fx_addr(&fv, "alpha"), false,
+		   "wcsym_fixture_alpha");
+	wc_sym_free(s);
+	fx_stop(&fv);
+	fx_stop(&ff);
 }
 
 static void test_exited_process(void)
@@ -1671,6 +1963,11 @@ int main(void)
 	RUN(test_deleted_binary);
 	RUN(test_fallback_and_corrupt_files);
 	RUN(test_perf_map);
+	RUN(test_open_rules);
+	RUN(test_perf_map_bound);
+	RUN(test_perf_map_rules);
+	RUN(test_debug_file_rules);
+	RUN(test_forged_build_id);
 	RUN(test_exited_process);
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
