@@ -201,6 +201,12 @@ static void submit_stack_self(const struct wc_self_stats *s)
 	submit_derive("frames_named", s->flush.frames_named);
 	submit_derive("symbol_cache_hits", s->flush.sym_hits);
 	submit_derive("symbol_cache_misses", s->flush.sym_misses);
+	submit_derive("symbol_files_refused", s->flush.sym_refused);
+	submit_derive("symbol_over_bounds", s->flush.sym_over_bounds);
+	submit_derive("symbolizer_starts", s->flush.helper_starts);
+	submit_derive("symbolizer_stalls", s->flush.helper_stalls);
+	submit_derive("symbolizer_crashes", s->flush.helper_crashes);
+	submit_derive("symbolizer_skipped", s->flush.helper_skipped);
 	submit_derive("flush_memo_hits", s->flush.memo_hits);
 	submit_derive("flush_memo_misses", s->flush.memo_misses);
 	submit_derive("spool_files", s->flush.files_written);

@@ -12,6 +12,7 @@
 #include "wc_spool.h"
 #include "wc_svg.h"
 #include "wc_sym.h"
+#include "wc_sym_src.h"
 
 #define FRAME_LEN 256
 #define MAX_FRAMES (2 * WC_STACK_DEPTH + 2)
@@ -95,7 +96,7 @@ static void set_below_label(struct wc_fold *fold, unsigned int us)
 struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,
 			      size_t errlen)
 {
-	struct wc_sym_opts so = {0};
+	struct wc_sym_opts so = {.helper = wc_sym_src_default_helper()};
 	struct wc_flush *f = calloc(1, sizeof(*f));
 
 	if (!f) {
@@ -538,6 +539,12 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 	out->sym_hits = sy.module_hits;
 	out->sym_misses = sy.module_misses;
 	out->sym_bytes = sy.bytes;
+	out->sym_refused = sy.refused;
+	out->sym_over_bounds = sy.over_bounds;
+	out->helper_starts = sy.helper_starts;
+	out->helper_stalls = sy.helper_stalls;
+	out->helper_crashes = sy.helper_crashes;
+	out->helper_skipped = sy.helper_skipped;
 	wc_memo_get_stats(f->memo, &me);
 	/* a frame found by place was a miss by process first */
 	out->memo_hits = me.frame_hits + me.place_hits + me.stack_hits;

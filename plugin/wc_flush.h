@@ -37,6 +37,12 @@ struct wc_flush_stats {
 	uint64_t sym_hits; /* the symbolizer's module cache */
 	uint64_t sym_misses;
 	uint64_t sym_bytes;
+	uint64_t sym_refused;	  /* files refused by the symbolizer's rules */
+	uint64_t sym_over_bounds; /* mappings, map bytes, tables left out */
+	uint64_t helper_starts;	  /* the symbolizer's helper process */
+	uint64_t helper_stalls;
+	uint64_t helper_crashes;
+	uint64_t helper_skipped;
 	uint64_t memo_hits; /* frames and kernel stacks folded once per flush */
 	uint64_t memo_misses;
 };

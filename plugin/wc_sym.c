@@ -15,19 +15,12 @@
 #include "wc_sym.h"
 #include "wc_sym_kallsyms.h"
 #include "wc_sym_mod.h"
-#include "wc_sym_perfmap.h"
-#include "wc_sym_proc.h"
+#include "wc_sym_src.h"
 #include "wc_sym_tab.h"
 
 #define DEFAULT_MAX_PROCS 4096
 #define DEFAULT_MAX_MODULES 512
 #define DEFAULT_MAX_BYTES (64u << 20)
-/* Executable mappings kept per process; a JIT can make many more. */
-#define MAX_MAPS 16384
-/* Bytes of /proc/PID/maps read per process and read: 65,536 mappings
- * (the kernel's default vm.max_map_count) of a long path each.  The kernel
- * writes these lines only as they are read: the rest costs nothing. */
-#define MAPS_BYTES_MAX (8u << 20)
 /* Re-read kallsyms on misses at most this often (failed loads: rarer). */
 #define KERNEL_RETRY_S 60
 #define KERNEL_RETRY_FAILED_S 600
@@ -49,15 +42,6 @@ struct wc_sym_map {
 	enum map_kind kind;
 };
 
-/* The identity of the perf map last read, to re-read only when it
- * changed. */
-struct file_id {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-};
-
 #define REFRESH_CYCLES 16
 
 struct wc_sym_proc {
@@ -68,7 +52,7 @@ struct wc_sym_proc {
 	struct wc_sym_map *maps;
 	size_t nmaps;
 	struct wc_symtab jit; /* finished, empty without a perf map */
-	struct file_id jit_id;
+	struct wc_file_id jit_id; /* the perf map read; all 0: none */
 	bool jit_likely; /* has anonymous or shared executable memory */
 	bool exited;
 	uint64_t seen_cycle; /* noted or looked up */
@@ -79,7 +63,8 @@ struct wc_sym_proc {
 
 struct wc_sym {
 	size_t max_procs, max_bytes;
-	char *proc_root, *debug_root;
+	char *proc_root;
+	struct wc_sym_src *src;
 	struct wc_mod_cache *mods;
 	struct wc_idmap pids; /* pid -> slot */
 	struct wc_sym_proc **slots;
@@ -245,13 +230,6 @@ static struct wc_sym_proc *proc_new(struct wc_sym *s, pid_t pid)
 	return p;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *p, size_t n)
-{
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 0x100000001b3ULL;
-	return h;
-}
-
 static enum map_kind kind_of(const struct wc_proc_map *m)
 {
 	if (!strcmp(m->path, "[vdso]"))
@@ -286,9 +264,8 @@ struct maps_build {
 	struct wc_sym *s;
 	struct wc_sym_proc *p;
 	struct wc_sym_map *maps;
-	size_t n, cap;
+	size_t n;
 	bool jit_likely;
-	bool full; /* a bound was hit: the rest stay unresolved */
 	/* the file of the last file mapping: its next mappings share it */
 	uint32_t last_major, last_minor;
 	uint64_t last_ino;
@@ -298,89 +275,34 @@ struct maps_build {
 /* The module of a file mapping: the last one's again if it is the same
  * file (a library's mappings come together), else the cache's. */
 static struct wc_mod *build_file(struct maps_build *b,
-				 const struct wc_proc_map *pm)
+				 const struct wc_proc_map *pm,
+				 const struct wc_fetch_file *f)
 {
 	if (b->last_mod && pm->ino == b->last_ino &&
 	    pm->dev_major == b->last_major && pm->dev_minor == b->last_minor)
 		return wc_mod_ref(b->last_mod);
-	b->last_mod = wc_mod_file(b->s->mods, b->p->pid, pm);
+	b->last_mod = wc_mod_file(b->s->mods, b->p->pid, pm, f);
 	b->last_ino = pm->ino;
 	b->last_major = pm->dev_major;
 	b->last_minor = pm->dev_minor;
 	return b->last_mod;
 }
 
-static int build_add(struct maps_build *b, const struct wc_proc_map *pm)
+static void build_add(struct maps_build *b, const struct wc_proc_map *pm,
+		      const struct wc_fetch_file *f)
 {
-	struct wc_sym_map *m;
+	struct wc_sym_map *m = &b->maps[b->n++];
 
-	/* Lines out of order would break the binary search: only a fake
-	 * proc root has them, but they must not make wrong names. */
-	if (b->full || (b->n && pm->start < b->maps[b->n - 1].end))
-		return 0;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 32;
-		struct wc_sym_map *nm;
-
-		if (b->cap >= MAX_MAPS ||
-		    (cap - b->cap) * sizeof(*nm) > proc_room(b->s)) {
-			b->s->st.over_bounds++;
-			b->full = true;
-			return 0;
-		}
-		nm = realloc(b->maps, cap * sizeof(*nm));
-		if (!nm)
-			return -1;
-		b->maps = nm;
-		b->cap = cap;
-	}
-	m = &b->maps[b->n];
 	m->start = pm->start;
 	m->end = pm->end;
 	m->pgoff = pm->pgoff;
 	m->kind = kind_of(pm);
 	m->mod = NULL;
 	if (m->kind == MAP_FILE)
-		m->mod = build_file(b, pm);
+		m->mod = build_file(b, pm, f);
 	else if (m->kind == MAP_VDSO)
 		m->mod = wc_mod_vdso(b->s->mods, b->p->pid, pm->start, pm->end);
 	b->jit_likely |= jit_like(pm, m->kind);
-	b->n++;
-	return 0;
-}
-
-/*
- * Read the executable lines of pid's maps: their hash into *sig and, with
- * b, each one into the build.  Maps lines come sorted by address, and the
- * maps array keeps that order for the binary search.
- */
-static int read_maps(struct wc_sym *s, pid_t pid, uint64_t *sig,
-		     struct maps_build *b)
-{
-	struct wc_proc_map pm;
-	struct wc_lines r;
-	size_t len;
-	char *line;
-	int fd;
-
-	fd = wc_proc_open(s->proc_root, pid, "maps");
-	if (fd < 0 || wc_lines_open(&r, fd, 64 * 1024, MAPS_BYTES_MAX))
-		return -1;
-	*sig = 0xcbf29ce484222325ULL;
-	while ((line = wc_lines_next(&r, &len))) {
-		if (wc_proc_parse_maps_line(line, len, &pm) || !pm.exec)
-			continue;
-		/* The hash covers the line as read, path included. */
-		*sig = fnv1a(*sig, line, len);
-		if (b && build_add(b, &pm)) {
-			wc_lines_close(&r);
-			return -1;
-		}
-	}
-	if (r.cut && b)
-		s->st.over_bounds++;
-	wc_lines_close(&r);
-	return 0;
 }
 
 static bool any_evicted(const struct wc_sym_proc *p)
@@ -393,51 +315,35 @@ static bool any_evicted(const struct wc_sym_proc *p)
 	return false;
 }
 
-static int proc_rebuild(struct wc_sym *s, struct wc_sym_proc *p)
+/* The process's mappings from fm (in address order, as the binary search
+ * needs them), as many as the memory we may hold for processes allows. */
+static int proc_rebuild(struct wc_sym *s, struct wc_sym_proc *p,
+			const struct wc_fetch_maps *fm)
 {
 	struct maps_build b = {.s = s, .p = p};
-	uint64_t sig;
+	size_t i, n = fm->n;
 
+	if (n * sizeof(*b.maps) > proc_room(s)) {
+		n = proc_room(s) / sizeof(*b.maps);
+		s->st.over_bounds++;
+	}
+	b.maps = malloc((n ? n : 1) * sizeof(*b.maps));
+	if (!b.maps)
+		return -1;
 	/* Tables read for these mappings make room counting all we hold. */
 	wc_mod_set_other_bytes(s->mods, own_bytes(s));
-	if (read_maps(s, p->pid, &sig, &b)) {
-		maps_release(s, b.maps, b.n);
-		return -1;
-	}
-	/* The array lives as long as the process: give the slack back. */
-	if (b.n < b.cap) {
-		struct wc_sym_map *nm = realloc(b.maps, b.n * sizeof(*nm));
-
-		if (nm || b.n == 0)
-			b.maps = nm;
-	}
+	for (i = 0; i < n; i++)
+		build_add(&b, &fm->maps[i], &fm->files[i]);
 	/* Release the old mappings only now: modules they share with the
 	 * new ones stay cached in between. */
 	maps_release(s, p->maps, p->nmaps);
 	p->maps = b.maps;
 	p->nmaps = b.n;
-	p->maps_sig = sig;
+	p->maps_sig = fm->sig;
 	p->jit_likely = b.jit_likely;
+	p->nspid = fm->nspid;
+	p->euid = fm->euid;
 	return 0;
-}
-
-static bool same_file(const struct file_id *a, const struct stat *st)
-{
-	return a->dev == st->st_dev && a->ino == st->st_ino &&
-	       a->size == st->st_size &&
-	       a->mtime.tv_sec == st->st_mtim.tv_sec &&
-	       a->mtime.tv_nsec == st->st_mtim.tv_nsec;
-}
-
-/* Would the process's own user have written this perf map?  A file a
- * process can name is not one it wrote: a symlink or hard link to someone
- * else's file, a bind mount of one in its own namespace, a file others
- * may write to.  A root-owned map of a non-root process is refused even
- * when an admin chown'ed it: it looks the same as a bind mount. */
-static bool perfmap_believed(const struct wc_sym_proc *p, const struct stat *st)
-{
-	return st->st_uid == p->euid && st->st_nlink == 1 &&
-	       !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
 static void perfmap_forget(struct wc_sym_proc *p)
@@ -446,58 +352,38 @@ static void perfmap_forget(struct wc_sym_proc *p)
 	memset(&p->jit_id, 0, sizeof(p->jit_id));
 }
 
-/* Read /tmp/perf-NSPID.map in the process's root if it changed, if the
- * process's user wrote it, as far as it went when opened. */
+/* Read the process's perf map again if it changed (the helper applies
+ * the rules on who may have written it). */
 static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
 {
+	static const struct wc_file_id none;
+	struct wc_file_id id;
 	struct wc_symtab t;
-	char path[64];
-	struct stat st;
-	uint64_t bad = 0;
 	size_t budget;
-	int fd;
+	int rc;
 
 	if (!p->jit_likely)
 		return;
-	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)p->nspid);
-	fd = wc_proc_open_in_root(s->proc_root, p->pid, path,
-				  WC_OPEN_NO_SYMLINKS, &st);
-	if (fd < 0) {
-		/* Gone, refused, or a new process under this pid without
-		 * one. */
-		if (errno != ENOENT)
-			s->st.refused++;
-		perfmap_forget(p);
-		return;
-	}
-	if (!perfmap_believed(p, &st)) {
-		s->st.refused++;
-		perfmap_forget(p);
-		close(fd);
-		return;
-	}
-	if (same_file(&p->jit_id, &st)) {
-		close(fd);
-		return;
-	}
 	budget = s->max_bytes / 8;
 	if (budget > proc_room(s) + wc_symtab_bytes(&p->jit))
 		budget = proc_room(s) + wc_symtab_bytes(&p->jit);
 	if (budget < 4096) {
 		s->st.over_bounds++;
-		close(fd);
 		return;
 	}
 	wc_symtab_init(&t, budget, 1);
-	if (wc_perfmap_load(fd, (uint64_t)st.st_size, &t, &bad) < 0)
+	rc = wc_sym_src_perfmap(s->src, p->pid, p->nspid, p->euid,
+				memcmp(&p->jit_id, &none, sizeof(none))
+					? &p->jit_id
+					: NULL,
+				&t, &id);
+	if (rc == WC_PERFMAP_NONE)
+		perfmap_forget(p);
+	if (rc != WC_PERFMAP_READ)
 		return;
-	if (bad)
-		wc_log(WC_LOG_DEBUG, "sym: pid %d: %s: %" PRIu64 " bad lines",
-		       (int)p->pid, path, bad);
 	wc_symtab_free(&p->jit);
 	p->jit = t;
-	p->jit_id =
-		(struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+	p->jit_id = id;
 }
 
 /*
@@ -509,15 +395,15 @@ static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
  */
 static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 {
-	uint64_t sig;
+	uint64_t known = any_evicted(p) ? 0 : p->maps_sig;
+	struct wc_fetch_maps fm;
+	int rc = wc_sym_src_maps(s->src, p->pid, known, &fm);
 
-	if (read_maps(s, p->pid, &sig, NULL))
+	if (rc == 0 && proc_rebuild(s, p, &fm))
+		rc = -1;
+	wc_fetch_maps_free(&fm);
+	if (rc < 0)
 		return -1;
-	if (sig != p->maps_sig || any_evicted(p)) {
-		if (wc_proc_status(s->proc_root, p->pid, &p->nspid, &p->euid) ||
-		    proc_rebuild(s, p))
-			return -1;
-	}
 	proc_perfmap(s, p);
 	p->read_cycle = s->cycle;
 	proc_count(s, p);
@@ -572,6 +458,9 @@ void wc_sym_proc_exited(struct wc_sym *s, pid_t pid)
 
 	if (p)
 		p->exited = true;
+	/* what it made the helper stall on may be read for a new process
+	 * under its pid */
+	wc_sym_src_forget(s->src, pid);
 }
 
 static const struct wc_sym_map *find_map(const struct wc_sym_proc *p,
@@ -745,19 +634,26 @@ void wc_sym_cycle(struct wc_sym *s)
 	s->cycle++;
 	kernel_maybe_reload(s);
 	wc_mod_cycle(s->mods, own_bytes(s));
+	wc_sym_src_cycle(s->src);
 }
 
 void wc_sym_stats(const struct wc_sym *s, struct wc_sym_stats *out)
 {
+	struct wc_sym_src_stats ss;
 	struct wc_mod_stats ms;
 
 	wc_mod_stats(s->mods, &ms);
+	wc_sym_src_stats(s->src, &ss);
 	*out = s->st;
 	out->module_hits = ms.hits;
 	out->module_misses = ms.misses;
 	out->evictions += ms.evictions;
-	out->over_bounds += ms.too_big;
-	out->refused += ms.refused;
+	out->over_bounds += ss.over_bounds + ss.too_big;
+	out->refused = ss.refused;
+	out->helper_starts = ss.starts;
+	out->helper_stalls = ss.stalls;
+	out->helper_crashes = ss.crashes;
+	out->helper_skipped = ss.skipped;
 	out->procs = s->nprocs;
 	out->modules = ms.tables;
 	out->bytes = ms.bytes + own_bytes(s);
@@ -773,6 +669,7 @@ struct wc_sym *wc_sym_new(const struct wc_sym_opts *o, char *err, size_t errlen)
 {
 	static const struct wc_sym_opts none;
 	struct wc_mod_cache_opts mo;
+	struct wc_sym_src_opts so;
 	struct wc_sym *s;
 
 	if (!o)
@@ -790,14 +687,18 @@ struct wc_sym *wc_sym_new(const struct wc_sym_opts *o, char *err, size_t errlen)
 		goto fail;
 	}
 	s->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
+	so = (struct wc_sym_src_opts){
+		.helper = o->helper,
+		.proc_root = o->proc_root,
+		.debug_root = o->debug_root,
+		.deadline_ms = o->deadline_ms,
+	};
+	s->src = wc_sym_src_new(&so);
 	mo.max_tables = or_default(o->max_modules, DEFAULT_MAX_MODULES);
 	mo.max_bytes = s->max_bytes;
-	mo.proc_root = s->proc_root;
-	s->debug_root =
-		strdup(o->debug_root ? o->debug_root : "/usr/lib/debug");
-	mo.debug_root = s->debug_root;
+	mo.src = s->src;
 	s->slots = calloc(s->max_procs, sizeof(*s->slots));
-	if (!s->proc_root || !s->debug_root || !s->slots ||
+	if (!s->proc_root || !s->src || !s->slots ||
 	    wc_idmap_init(&s->pids, (uint32_t)s->max_procs) ||
 	    !(s->mods = wc_mod_cache_new(&mo))) {
 		wc_err(err, errlen, "sym: out of memory");
@@ -820,10 +721,10 @@ void wc_sym_free(struct wc_sym *s)
 		if (s->slots[i])
 			proc_free(s, s->slots[i]);
 	wc_mod_cache_free(s->mods);
+	wc_sym_src_free(s->src);
 	wc_idmap_free(&s->pids);
 	wc_symtab_free(&s->kernel);
 	free(s->slots);
 	free(s->proc_root);
-	free(s->debug_root);
 	free(s);
 }

@@ -30,12 +30,14 @@
  * cycle without an exit notice resolves as the old process until the
  * cycle ends.
  *
- * Files are opened as the process sees them (/proc/PID/map_files, then
- * PATH inside /proc/PID/root), and debug files are found by build-id or
+ * A process's maps and files are read by the helper process (wc_sym_src,
+ * wc_sym_fetch), as the process sees them (/proc/PID/map_files, then PATH
+ * inside /proc/PID/root); debug files are found by build-id or
  * .gnu_debuglink, checked by build-id or CRC, on the host (debug_root)
  * and in the process's root.  No network (no debuginfod), no mmap of
  * files (a truncated file must not SIGBUS us).  Kernel symbols are read
- * again when /proc/modules changes, or on misses at most once a minute.
+ * here, again when /proc/modules changes, or on misses at most once a
+ * minute.
  *
  * Not thread-safe: one caller (the consumer thread) at a time.
  */
@@ -61,6 +63,11 @@ struct wc_sym_opts {
 	size_t max_bytes;	/* all caches together (default 64 MiB) */
 	const char *proc_root;	/* default "/proc" */
 	const char *debug_root; /* default "/usr/lib/debug" */
+	/* wallclock-symd's path: processes and their files are read there,
+	 * under a deadline (wc_sym_src.h).  NULL reads them in this
+	 * process: only for tests of the reads themselves. */
+	const char *helper;
+	unsigned deadline_ms; /* 0: WC_SYM_SRC_DEADLINE_MS */
 };
 
 struct wc_sym;
@@ -123,6 +130,12 @@ struct wc_sym_stats {
 	uint64_t refused;	 /* files refused: not a regular file on a
 				    readable filesystem, a perf map or debug
 				    file of the wrong owner, a symlink */
+	uint64_t helper_starts;	 /* wallclock-symd started */
+	uint64_t helper_stalls;	 /* ... killed at the deadline */
+	uint64_t helper_crashes; /* ... died, or broke the protocol */
+	uint64_t helper_skipped; /* reads not asked for: helper stopped
+				    until the next cycle, or what they would
+				    read made one stall */
 	uint64_t procs;		 /* processes held now */
 	uint64_t modules;	 /* symbol tables held now */
 	uint64_t bytes;		 /* memory held now, kernel table included */

@@ -1,20 +1,9 @@
 /* wc_sym_mod.c - see wc_sym_mod.h. */
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <unistd.h>
 
-#include "wc_sym_elf.h"
 #include "wc_sym_mod.h"
 
-/* Unsized ELF symbols (assembly) cover at most this much. */
-#define UNSIZED_MAX 4096
 /* The device number no file has: vdso modules are keyed by image hash. */
 #define VDSO_DEV UINT64_MAX
 
@@ -56,9 +45,6 @@ struct wc_mod_cache {
 	uint64_t tick, cycle;
 	uint32_t serials; /* the last module's serial */
 	struct wc_mod_stats st;
-	char *own_vdso; /* our vdso's image, copied once when needed */
-	size_t own_vdso_len;
-	bool own_vdso_tried;
 };
 
 struct wc_mod_cache *wc_mod_cache_new(const struct wc_mod_cache_opts *o)
@@ -122,7 +108,6 @@ void wc_mod_cache_free(struct wc_mod_cache *c)
 		table_free(c, c->tables[0]);
 	free(c->tables);
 	free(c->buckets);
-	free(c->own_vdso);
 	free(c);
 }
 
@@ -263,188 +248,10 @@ static struct wc_mod_table *table_by_build_id(struct wc_mod_cache *c,
 	return NULL;
 }
 
-/* Where debug files are looked for, and which binary they are for. */
-struct debug_ctx {
-	struct wc_mod_cache *c;
-	pid_t pid;	  /* 0: host only */
-	const char *path; /* the binary as the process sees it, or NULL */
-	const struct wc_elf_info *info;
-	dev_t dev;
-	ino_t ino;   /* the binary itself, never its own debug file */
-	uid_t owner; /* the binary's */
-	bool shared; /* its table may be shared by build-id */
-};
-
-/* Is the open file e the debug file for ctx's binary? */
-static bool debug_matches(const struct debug_ctx *d, struct wc_elf *e,
-			  bool by_link)
-{
-	struct wc_elf_info got;
-	struct stat st;
-	uint32_t crc;
-
-	if (fstat(e->fd, &st) || (st.st_dev == d->dev && st.st_ino == d->ino))
-		return false;
-	wc_elf_read_info(e, &got);
-	if (!got.has_symtab)
-		return false;
-	if (d->info->build_id_len && got.build_id_len)
-		return got.build_id_len == d->info->build_id_len &&
-		       !memcmp(got.build_id, d->info->build_id,
-			       got.build_id_len);
-	return by_link && wc_elf_crc32(e->fd, &crc) == 0 &&
-	       crc == d->info->debuglink_crc;
-}
-
-/* Where a debug file is opened from. */
-enum debug_where {
-	DEBUG_HOST,    /* the host's debug directory: root's */
-	DEBUG_ROOT,    /* a path in the process's root */
-	DEBUG_BESIDE,  /* the binary's directory, never leaving it */
-};
-
-/* A debug file outside the host's debug directory is believed only if the
- * binary's owner (or root) owns it: names come from it. */
-static int open_debug(struct debug_ctx *d, enum debug_where where,
-		      const char *path, size_t dirlen)
-{
-	const char *proc_root = d->c->o.proc_root;
-	struct stat st;
-	int fd;
-
-	if (where == DEBUG_HOST)
-		return wc_open_regular(path, &st);
-	if (d->pid <= 0)
-		return -1;
-	fd = where == DEBUG_ROOT
-		     ? wc_proc_open_in_root(proc_root, d->pid, path, 0, &st)
-		     : wc_proc_open_beneath(proc_root, d->pid, d->path, dirlen,
-					    path, &st);
-	if (fd < 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			d->c->st.refused++;
-		return -1;
-	}
-	if (st.st_uid != 0 && st.st_uid != d->owner) {
-		d->c->st.refused++;
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-static bool try_debug(struct debug_ctx *d, enum debug_where where,
-		      const char *path, size_t dirlen, bool by_link,
-		      struct wc_elf *out)
-{
-	int fd = open_debug(d, where, path, dirlen);
-
-	if (fd < 0 || wc_elf_open_fd(out, fd))
-		return false;
-	if (debug_matches(d, out, by_link))
-		return true;
-	wc_elf_close(out);
-	return false;
-}
-
-static bool find_by_build_id(struct debug_ctx *d, struct wc_elf *out)
-{
-	const struct wc_elf_info *in = d->info;
-	char rel[2 * WC_ELF_BUILD_ID_MAX + 32], path[PATH_MAX];
-	size_t n = 0;
-	unsigned i;
-
-	if (in->build_id_len < 2)
-		return false;
-	n += (size_t)snprintf(rel, sizeof(rel), ".build-id/%02x/",
-			      in->build_id[0]);
-	for (i = 1; i < in->build_id_len; i++)
-		n += (size_t)snprintf(rel + n, sizeof(rel) - n, "%02x",
-				      in->build_id[i]);
-	snprintf(rel + n, sizeof(rel) - n, ".debug");
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", d->c->o.debug_root,
-			     rel) < sizeof(path) &&
-	    try_debug(d, DEBUG_HOST, path, 0, false, out))
-		return true;
-	snprintf(path, sizeof(path), "/usr/lib/debug/%s", rel);
-	return try_debug(d, DEBUG_ROOT, path, 0, false, out);
-}
-
-static bool find_by_debuglink(struct debug_ctx *d, struct wc_elf *out)
-{
-	const char *link = d->info->debuglink, *slash;
-	char path[PATH_MAX];
-	int dirlen;
-
-	/* The name comes from the file: it must not walk out of its dir. */
-	if (!link[0] || strchr(link, '/') || !strcmp(link, ".") ||
-	    !strcmp(link, "..") || !d->path || d->path[0] != '/')
-		return false;
-	slash = strrchr(d->path, '/');
-	dirlen = (int)(slash - d->path);
-	/* Beside the binary: DIR/LINK and DIR/.debug/LINK. */
-	if (dirlen > 0 && try_debug(d, DEBUG_BESIDE, link, (size_t)dirlen,
-				    true, out))
-		return true;
-	if (dirlen > 0 &&
-	    snprintf(path, sizeof(path), ".debug/%s", link) <
-		    (int)sizeof(path) &&
-	    try_debug(d, DEBUG_BESIDE, path, (size_t)dirlen, true, out))
-		return true;
-	if (snprintf(path, sizeof(path), "/usr/lib/debug%.*s/%s", dirlen,
-		     d->path, link) < (int)sizeof(path) &&
-	    try_debug(d, DEBUG_ROOT, path, 0, true, out))
-		return true;
-	return snprintf(path, sizeof(path), "%s%.*s/%s", d->c->o.debug_root,
-			dirlen, d->path, link) < (int)sizeof(path) &&
-	       try_debug(d, DEBUG_HOST, path, 0, true, out);
-}
-
-/* Symbols of one table of e into t; on failure t is emptied. */
-static ssize_t symbols(struct debug_ctx *d, struct wc_elf *e, bool dynsym,
-		       struct wc_symtab *t)
-{
-	ssize_t n = wc_elf_symbols(e, dynsym, t);
-	int err = errno;
-
-	if (n <= 0) {
-		wc_symtab_free(t);
-		if (n < 0 && err == E2BIG)
-			d->c->st.too_big++;
-		errno = err;
-	}
-	return n;
-}
-
-/* .symtab, else a debug file's .symtab, else .dynsym. */
-static void load_symbols(struct debug_ctx *d, struct wc_elf *e,
-			 struct wc_symtab *t)
-{
-	struct wc_elf dbg;
-	ssize_t n;
-
-	if (d->info->has_symtab) {
-		n = symbols(d, e, false, t);
-		if (n > 0)
-			return;
-		if (n < 0 && errno == E2BIG)
-			goto dynsym; /* a debug file's table is as big */
-	}
-	if (find_by_build_id(d, &dbg) || find_by_debuglink(d, &dbg)) {
-		n = symbols(d, &dbg, false, t);
-		wc_elf_close(&dbg);
-		if (n > 0)
-			return;
-	}
-dynsym:
-	symbols(d, e, true, t);
-}
-
 static struct wc_mod_table *table_new(struct wc_mod_cache *c,
-				      const struct debug_ctx *d)
+				      const struct wc_fetch_image *img,
+				      bool shared)
 {
-	const struct wc_elf_info *info = d->info;
-
 	struct wc_mod_table *t;
 
 	if (c->ntables == c->tables_cap) {
@@ -460,34 +267,23 @@ static struct wc_mod_table *table_new(struct wc_mod_cache *c,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
-	wc_symtab_init(&t->syms, c->o.max_bytes / 2, UNSIZED_MAX);
-	if (d->shared) {
-		memcpy(t->build_id, info->build_id, info->build_id_len);
-		t->build_id_len = info->build_id_len;
+	wc_symtab_init(&t->syms, c->o.max_bytes / 2, WC_FETCH_UNSIZED_MAX);
+	if (shared) {
+		memcpy(t->build_id, img->build_id, img->build_id_len);
+		t->build_id_len = img->build_id_len;
 	}
-	t->owner = d->owner;
+	t->owner = img->owner;
 	t->index = c->ntables;
 	c->tables[c->ntables++] = t;
 	return t;
 }
 
-/* The table for an open ELF image: shared by build-id, or read now. */
-static struct wc_mod_table *
-table_for(struct wc_mod_cache *c, struct debug_ctx *d, struct wc_elf *e)
+/* Count a table just filled, and make room for it; NULL (freed) if it
+ * has no symbols. */
+static struct wc_mod_table *table_keep(struct wc_mod_cache *c,
+				       struct wc_mod_table *t)
 {
-	struct wc_mod_table *t = NULL;
-
-	if (d->shared)
-		t = table_by_build_id(c, d->info->build_id,
-				      d->info->build_id_len, d->owner);
-	if (t)
-		return t;
-	t = table_new(c, d);
-	if (!t)
-		return NULL;
-	load_symbols(d, e, &t->syms);
-	if (t->syms.pend_n == 0 || wc_symtab_finish(&t->syms) ||
-	    t->syms.n == 0) {
+	if (t->syms.n == 0) {
 		table_free(c, t);
 		return NULL;
 	}
@@ -509,25 +305,10 @@ static void attach(struct wc_mod_cache *c, struct wc_mod *m,
 	m->evicted = false;
 }
 
-/* Fill m from an open ELF image (a file of pid's, or with pid 0 a vdso
- * image, whose table is its own) and give it a table. */
-static void read_image(struct wc_mod_cache *c, struct wc_mod *m,
-		       struct wc_elf *e, pid_t pid, const char *path)
+static void set_segs(struct wc_mod *m, const struct wc_fetch_image *img)
 {
-	struct wc_elf_info info;
-	struct debug_ctx d = {.c = c, .pid = pid, .path = path, .info = &info};
-	struct stat st;
-
-	if (e->fd >= 0 && fstat(e->fd, &st) == 0) {
-		d.dev = st.st_dev;
-		d.ino = st.st_ino;
-		d.owner = st.st_uid;
-		d.shared = true;
-	}
-	wc_elf_read_info(e, &info);
-	memcpy(m->segs, info.segs, sizeof(m->segs));
-	m->nsegs = info.nsegs;
-	attach(c, m, table_for(c, &d, e));
+	memcpy(m->segs, img->segs, sizeof(m->segs));
+	m->nsegs = img->nsegs;
 }
 
 static struct wc_mod *mod_new(struct wc_mod_cache *c, uint64_t dev,
@@ -553,48 +334,27 @@ static struct wc_mod *mod_new(struct wc_mod_cache *c, uint64_t dev,
 	return m;
 }
 
-/* Open the file behind mapping m of pid: map_files first (deleted files,
- * other mount namespaces), else the path in its root if it is still the
- * same file. */
-static int open_mapped(struct wc_mod_cache *c, pid_t pid,
-		       const struct wc_proc_map *m)
-{
-	struct stat st;
-	int fd;
-
-	fd = wc_proc_open_map_file(c->o.proc_root, pid, m->start, m->end, &st);
-	if (fd >= 0)
-		return fd;
-	if (errno == EINVAL) {
-		c->st.refused++;
-		return -1;
-	}
-	if (m->path[0] != '/')
-		return -1;
-	fd = wc_proc_open_in_root(c->o.proc_root, pid, m->path, 0, &st);
-	if (fd >= 0 && (st.st_ino != m->ino ||
-			major(st.st_dev) != m->dev_major ||
-			minor(st.st_dev) != m->dev_minor)) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0 && errno == EINVAL)
-		c->st.refused++;
-	return fd;
-}
-
+/* Read the file behind mapping m of pid: its image, and its symbols
+ * unless a file of the same owner with its build-id was read before. */
 static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 		      const struct wc_proc_map *m)
 {
-	struct wc_elf e;
-	int fd;
+	struct wc_fetch_image img;
+	struct wc_mod_table *t;
 
 	c->st.misses++;
-	fd = open_mapped(c, pid, m);
-	if (fd < 0 || wc_elf_open_fd(&e, fd))
+	if (wc_sym_src_image(c->o.src, pid, m, &img))
 		return;
-	read_image(c, mod, &e, pid, m->path);
-	wc_elf_close(&e);
+	set_segs(mod, &img);
+	t = table_by_build_id(c, img.build_id, img.build_id_len, img.owner);
+	if (!t) {
+		t = table_new(c, &img, true);
+		if (t && wc_sym_src_symbols(c->o.src, pid, m, &t->syms))
+			wc_symtab_free(&t->syms);
+		if (t)
+			t = table_keep(c, t);
+	}
+	attach(c, mod, t);
 }
 
 /* A new mapping of a known module: its table is in use again. */
@@ -616,25 +376,17 @@ static const char *base_name(const char *path, size_t len, size_t *outlen)
 }
 
 struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
-			   const struct wc_proc_map *m)
+			   const struct wc_proc_map *m,
+			   const struct wc_fetch_file *f)
 {
 	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	uint64_t size = 0, mtime = 0;
-	struct wc_mod *mod;
+	struct wc_mod *mod = find(c, dev, m->ino);
 	const char *name;
 	size_t namelen;
-	struct stat st;
 
-	if (wc_proc_stat_map_file(c->o.proc_root, pid, m->start, m->end, &st) ==
-	    0) {
-		size = (uint64_t)st.st_size;
-		mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
-			(uint64_t)st.st_mtim.tv_nsec;
-	}
-	mod = find(c, dev, m->ino);
 	/* Same inode number, other contents: a new file. */
-	if (mod && size && mod->size &&
-	    (mod->size != size || mod->mtime_ns != mtime)) {
+	if (mod && f->size && mod->size &&
+	    (mod->size != f->size || mod->mtime_ns != f->mtime_ns)) {
 		mod->stale = true;
 		drop_if_unused(c, mod);
 		mod = NULL;
@@ -652,8 +404,8 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 	mod = mod_new(c, dev, m->ino, name, namelen);
 	if (!mod)
 		return NULL;
-	mod->size = size;
-	mod->mtime_ns = mtime;
+	mod->size = f->size;
+	mod->mtime_ns = f->mtime_ns;
 	mod->refs = 1;
 	read_file(c, mod, pid, m);
 	return mod;
@@ -666,88 +418,44 @@ void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 		read_file(c, mod, pid, m);
 }
 
-/* Our own vdso, the stand-in when a process's memory cannot be read (it
- * exited, or a fake proc root): same kernel, same image. */
-static void own_vdso(struct wc_mod_cache *c)
-{
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	struct wc_proc_map pm;
-	struct wc_lines r;
-	size_t len;
-	char *line;
-	int fd;
-
-	c->own_vdso_tried = true;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (!base || fd < 0 || wc_lines_open(&r, fd, 8192, UINT64_MAX))
-		return;
-	while ((line = wc_lines_next(&r, &len))) {
-		if (wc_proc_parse_maps_line(line, len, &pm) ||
-		    pm.start != base || strcmp(pm.path, "[vdso]") ||
-		    pm.end - pm.start > WC_MOD_VDSO_MAX)
-			continue;
-		c->own_vdso = malloc(pm.end - pm.start);
-		if (c->own_vdso) {
-			memcpy(c->own_vdso, (const void *)base,
-			       pm.end - pm.start);
-			c->own_vdso_len = pm.end - pm.start;
-		}
-		break;
-	}
-	wc_lines_close(&r);
-}
-
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (n--)
-		h = (h ^ *p++) * 0x100000001b3ULL;
-	return h;
-}
-
 struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 			   uint64_t end)
 {
-	size_t len = (size_t)(end - start);
-	struct wc_mod *mod = NULL;
-	struct wc_elf e;
+	struct wc_fetch_image img = {0};
+	struct wc_mod_table *t;
+	struct wc_mod *mod;
 	uint64_t key;
 	bool fresh;
-	char *img;
 
 	if (end - start > WC_MOD_VDSO_MAX)
 		return NULL;
-	img = malloc(len);
-	if (!img)
+	/* The image comes with its symbols, which a known image does not
+	 * need: a vdso has a dozen. */
+	t = table_new(c, &img, false);
+	if (!t)
 		return NULL;
-	if (wc_proc_read_mem(c->o.proc_root, pid, start, img, len)) {
-		if (!c->own_vdso_tried)
-			own_vdso(c);
-		if (c->own_vdso_len != len)
-			goto out;
-		memcpy(img, c->own_vdso, len);
+	if (wc_sym_src_vdso(c->o.src, pid, start, end, &key, &img, &t->syms)) {
+		table_free(c, t);
+		return NULL;
 	}
-	key = fnv1a((unsigned char *)img, len);
 	mod = find(c, VDSO_DEV, key);
 	fresh = !mod;
 	if (fresh)
 		mod = mod_new(c, VDSO_DEV, key, "[vdso]", 6);
-	if (!mod)
-		goto out;
+	if (!mod || (!fresh && !mod->evicted)) {
+		table_free(c, t);
+		if (mod) {
+			mod->refs++;
+			mod->last_cycle = c->cycle;
+			hit(c, mod);
+		}
+		return mod;
+	}
 	mod->refs++;
 	mod->last_cycle = c->cycle;
-	if (!fresh && !mod->evicted) {
-		hit(c, mod);
-		goto out;
-	}
 	c->st.misses++;
-	if (!mod->table && wc_elf_open_mem(&e, img, len) == 0) {
-		read_image(c, mod, &e, 0, NULL);
-		wc_elf_close(&e);
-	}
-out:
-	free(img);
+	set_segs(mod, &img);
+	attach(c, mod, table_keep(c, t));
 	return mod;
 }
 

@@ -5,9 +5,11 @@
  * Owns: module records, one per file (device and inode from the maps line,
  * plus size and mtime when map_files can be stat'ed, so a file replaced
  * under the same inode number is a new module), each holding the file's
- * name, load segments and build-id; and symbol tables, one per ELF image,
- * shared by every module with the same build-id (the same libc in every
- * container is one table).
+ * name and load segments; and symbol tables, one per ELF image, shared by
+ * every module with the same build-id and the same owner (the same libc in
+ * every container of one owner is one table; a user cannot lend their
+ * names to another's binary by giving theirs its build-id).  Files are
+ * read through a wc_sym_src, never here.
  *
  * Invariants: a module lives while mappings hold a reference to it, and
  * an unreferenced one lives on (as a cache for the next process of that
@@ -27,7 +29,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "wc_sym_proc.h"
+#include "wc_sym_fetch.h"
+#include "wc_sym_src.h"
 
 #define WC_MOD_IDLE_CYCLES 8
 /* A vdso is two pages; anything this big is not one. */
@@ -36,16 +39,13 @@
 struct wc_mod_cache_opts {
 	size_t max_tables;
 	size_t max_bytes;
-	const char *proc_root;
-	const char *debug_root;
+	struct wc_sym_src *src; /* borrowed */
 };
 
 struct wc_mod_stats {
 	uint64_t hits;	 /* a mapping's module found ready */
 	uint64_t misses; /* ... that had to be read (new, or evicted) */
 	uint64_t evictions;
-	uint64_t too_big; /* .symtab over budget, .dynsym used instead */
-	uint64_t refused; /* files refused (wc_sym_stats) */
 	uint64_t tables;
 	uint64_t bytes; /* tables and module records */
 };
@@ -57,15 +57,15 @@ struct wc_mod_cache *wc_mod_cache_new(const struct wc_mod_cache_opts *o);
 void wc_mod_cache_free(struct wc_mod_cache *c);
 
 /*
- * The module of a file mapping of pid (m from its maps line), read on a
- * miss through the process's map_files or root.  The caller owns one
- * reference.  A file that cannot be opened or has no symbols still gets a
- * module (its name serves the fallback); NULL only without memory.
+ * The module of a file mapping of pid (m from its maps line, f what the
+ * file looked like then), read on a miss.  The caller owns one reference.
+ * A file that cannot be read or has no symbols still gets a module (its
+ * name serves the fallback); NULL only without memory.
  */
 struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
-			   const struct wc_proc_map *m);
-/* The module of pid's [vdso] at [start, end): its image read from the
- * process's memory, or ours if that fails and ours has the same size. */
+			   const struct wc_proc_map *m,
+			   const struct wc_fetch_file *f);
+/* The module of pid's [vdso] at [start, end), keyed by its image. */
 struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 			   uint64_t end);
 /* One more reference to mod (not NULL), for the caller. */

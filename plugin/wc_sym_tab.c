@@ -1,5 +1,6 @@
 /* wc_sym_tab.c - see wc_sym_tab.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,49 @@ int wc_symtab_finish(struct wc_symtab *t)
 			t->strs_cap = t->strs_len;
 		}
 	}
+	return 0;
+}
+
+static bool adoptable(const struct wc_symtab_ent *ents, size_t n,
+		      const char *strs, size_t strs_len)
+{
+	size_t i;
+
+	if (n && (strs_len == 0 || strs[strs_len - 1] != '\0'))
+		return false;
+	for (i = 0; i < n; i++)
+		if (ents[i].size == 0 || ents[i].name >= strs_len ||
+		    (i && ents[i].addr <= ents[i - 1].addr))
+			return false;
+	return true;
+}
+
+int wc_symtab_adopt(struct wc_symtab *t, const struct wc_symtab_ent *ents,
+		    size_t n, const char *strs, size_t strs_len)
+{
+	if (n > t->max_bytes / sizeof(*ents) ||
+	    strs_len > t->max_bytes - n * sizeof(*ents) ||
+	    strs_len > UINT32_MAX) {
+		errno = E2BIG;
+		return -1;
+	}
+	if (!adoptable(ents, n, strs, strs_len)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	t->ents = malloc(n * sizeof(*ents));
+	t->strs = malloc(strs_len);
+	if (!t->ents || !t->strs) {
+		wc_symtab_free(t);
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(t->ents, ents, n * sizeof(*ents));
+	memcpy(t->strs, strs, strs_len);
+	t->n = n;
+	t->strs_len = t->strs_cap = strs_len;
 	return 0;
 }
 

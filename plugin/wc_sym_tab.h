@@ -62,6 +62,17 @@ int wc_symtab_add(struct wc_symtab *t, uint64_t addr, uint64_t size,
  * (ENOMEM, the table is then empty). */
 int wc_symtab_finish(struct wc_symtab *t);
 
+/*
+ * Make t (initialised, empty) a finished table of n entries and the
+ * strs_len bytes of names they point into, copied: a table finished
+ * elsewhere (the helper process) and sent here.  Checked as if hostile:
+ * within t's budget (else E2BIG), addresses strictly ascending, sizes not
+ * 0, names inside the pool, the pool NUL-terminated (else EINVAL).  0 or
+ * -1, t empty then.
+ */
+int wc_symtab_adopt(struct wc_symtab *t, const struct wc_symtab_ent *ents,
+		    size_t n, const char *strs, size_t strs_len);
+
 /* The entry covering addr in a finished table, or NULL. */
 const struct wc_symtab_ent *wc_symtab_find(const struct wc_symtab *t,
 					   uint64_t addr);

@@ -13,6 +13,8 @@ cd "$SRC"
 tests/deps.sh || { echo "0 passed, 1 failed"; exit 1; }
 BUILD=$(tests/build.sh) || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 export WC_BUILD_DIR=$BUILD
+# the symbolizer's helper, from the build tree (not installed)
+export WALLCLOCK_SYMD=$BUILD/wallclock-symd
 LOG=$BUILD/check.log
 : > "$LOG"
 

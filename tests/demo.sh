@@ -63,7 +63,9 @@ cleanup() {
 }
 trap cleanup INT TERM EXIT
 
-collectd -f -C "$DEMO/collectd.conf" &
+# the symbolizer's helper, from the build tree (make install puts it
+# where the plugin finds it without this)
+WALLCLOCK_SYMD=$BUILD/wallclock-symd collectd -f -C "$DEMO/collectd.conf" &
 pids+=($!)
 # three spinners on however many CPUs, a sleeper and a disk writer, each
 # under its own name so each is its own group

@@ -32,6 +32,8 @@ import time
 BUILD = os.environ.get("WC_BUILD_DIR", os.path.abspath("."))
 PLUGIN_SO = os.path.join(BUILD, ".libs", "wallclock.so")
 WORKLOAD = os.path.join(BUILD, "tests", "workload")
+# collectd and the command run the symbolizer's helper from the build tree
+os.environ.setdefault("WALLCLOCK_SYMD", os.path.join(BUILD, "wallclock-symd"))
 PROG = os.path.basename(sys.argv[0])
 HOST = "wctest"
 

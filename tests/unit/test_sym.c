@@ -280,7 +280,8 @@ static uint64_t fx_addr(const struct fixture *f, const char *key)
 static struct wc_sym *sym_new(const char *proc_root, const char *debug_root)
 {
 	struct wc_sym_opts o = {.proc_root = proc_root,
-				.debug_root = debug_root};
+				.debug_root = debug_root,
+				.helper = getenv("WC_SYM_HELPER")};
 	char err[256];
 	struct wc_sym *s = wc_sym_new(&o, err, sizeof(err));
 
@@ -1135,6 +1136,108 @@ static void test_forged_build_id(void)
 	fx_stop(&ff);
 }
 
+/* --- the helper process: what happens when it does not answer --------------- */
+
+/* A "helper" that reads its request and never answers, like one stuck in
+ * a read of a hostile file; or one that dies at once. */
+static const char *fake_helper(const char *name, const char *script)
+{
+	const char *path = fx(name);
+
+	if (write_file(path, script) || chmod(path, 0755))
+		return NULL;
+	return path;
+}
+
+/* A helper that does not answer in time is killed, what it was reading is
+ * logged and never asked for again, and nothing else is asked of a helper
+ * until the next cycle: one stall per cycle at most, each bounded. */
+static void test_helper_stall(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_sym_opts o = {.deadline_ms = 300};
+	struct wc_sym_stats st;
+	struct fixture f, g;
+	struct wc_sym *s;
+	double t0, t;
+	char want[64];
+
+	NEED_FIXTURES();
+	o.helper = fake_helper("stuck_helper", "#!/bin/sh\nexec sleep 60\n");
+	if (!o.helper || !fx_start(&f, argv) || !fx_start(&g, argv)) {
+		CHECK(!"fake helper and fixtures");
+		return;
+	}
+	s = wc_sym_new(&o, NULL, 0);
+	last_log[0] = '\0';
+	t0 = now_ms();
+	CHECK(s && wc_sym_proc_note(s, f.pid) == -1);
+	t = now_ms() - t0;
+	printf("# a stalled note returned after %.0f ms (deadline 300)\n", t);
+	CHECK(t >= 250 && t < 2000);
+	fmt(want, sizeof(want), "reading the maps of pid %d", (int)f.pid);
+	CHECK_STR_HAS(last_log, "did not answer within 0.3 s");
+	CHECK_STR_HAS(last_log, want);
+	/* the rest of the cycle: nothing asked, at once */
+	t0 = now_ms();
+	CHECK(wc_sym_proc_note(s, g.pid) == -1);
+	CHECK(now_ms() - t0 < 50);
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_starts == 1 && st.helper_stalls == 1 &&
+	      st.helper_skipped == 1);
+	/* the next cycle: a new helper, but not for what stalled the last */
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, f.pid) == -1);
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_starts == 1 && st.helper_skipped == 2);
+	CHECK(wc_sym_proc_note(s, g.pid) == -1);
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_starts == 2 && st.helper_stalls == 2);
+	/* freeing never waits for a stuck helper */
+	t0 = now_ms();
+	wc_sym_free(s);
+	CHECK(now_ms() - t0 < 1000);
+	fx_stop(&f);
+	fx_stop(&g);
+}
+
+/* A helper that dies is reported with how it died, and is started again
+ * at the next cycle. */
+static void test_helper_death(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_sym_opts o = {.deadline_ms = 2000};
+	struct wc_sym_stats st;
+	struct fixture f;
+	struct wc_sym *s;
+
+	NEED_FIXTURES();
+	o.helper = fake_helper("dying_helper", "#!/bin/sh\nkill -SEGV $$\n");
+	if (!o.helper || !fx_start(&f, argv)) {
+		CHECK(!"fake helper and fixture");
+		return;
+	}
+	s = wc_sym_new(&o, NULL, 0);
+	last_log[0] = '\0';
+	CHECK(s && wc_sym_proc_note(s, f.pid) == -1);
+	CHECK_STR_HAS(last_log, "died of signal 11");
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_crashes == 1 && st.helper_stalls == 0);
+	wc_sym_free(s);
+	/* a helper that is not there: said once, the frames unnamed */
+	o.helper = fx("no_such_helper");
+	s = wc_sym_new(&o, NULL, 0);
+	last_log[0] = '\0';
+	CHECK(s && wc_sym_proc_note(s, f.pid) == -1);
+	CHECK_STR_HAS(last_log, "cannot start");
+	last_log[0] = '\0';
+	wc_sym_cycle(s);
+	CHECK(wc_sym_proc_note(s, f.pid) == -1);
+	CHECK(last_log[0] == '\0');
+	wc_sym_free(s);
+	fx_stop(&f);
+}
+
 static void test_exited_process(void)
 {
 	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), "--vdso",
@@ -1471,7 +1574,8 @@ static void test_lru(void)
 	const char *argv1[] = {fx("fx_pie"), NULL};
 	const char *argv2[] = {fx("fx_link"), NULL};
 	const char *argv3[] = {fx("fx_nopie"), NULL};
-	struct wc_sym_opts o = {.max_modules = 5};
+	struct wc_sym_opts o = {.max_modules = 5,
+				.helper = getenv("WC_SYM_HELPER")};
 	struct fixture f1, f2, f3;
 	struct wc_sym_stats st;
 	struct wc_sym *s;
@@ -1531,7 +1635,7 @@ static void test_bounds(void)
 {
 	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), "--vdso",
 			      NULL};
-	struct wc_sym_opts o = {0};
+	struct wc_sym_opts o = {.helper = getenv("WC_SYM_HELPER")};
 	struct wc_sym_stats st, st2;
 	struct fixture f, g;
 	struct wc_sym *s;
@@ -1946,7 +2050,7 @@ static void build_fixtures(void)
 
 int main(void)
 {
-	check_prog = "test_sym";
+	check_prog = getenv("WC_SYM_HELPER") ? "test_sym(helper)" : "test_sym";
 	wc_log_set(log_sink);
 	build_fixtures();
 	RUN(test_table);
@@ -1968,6 +2072,8 @@ int main(void)
 	RUN(test_perf_map_rules);
 	RUN(test_debug_file_rules);
 	RUN(test_forged_build_id);
+	RUN(test_helper_stall);
+	RUN(test_helper_death);
 	RUN(test_exited_process);
 	RUN(test_vdso);
 	RUN(test_mount_namespace);

@@ -1,0 +1,16 @@
+/*
+ * wc_sym_priv.h - what the symbolizer's helper process gives up before it
+ * reads anything a user controls.
+ *
+ * Owns: nothing; it changes the calling process for good.  The helper
+ * needs to read every process's maps, memory and files, and nothing else:
+ * it keeps the capabilities that reading takes, loses the rest, may
+ * gain no privilege again, writes no file, and dumps no core.
+ */
+#ifndef WC_SYM_PRIV_H
+#define WC_SYM_PRIV_H
+
+/* 0, or -1 with errno if a step that must work did not. */
+int wc_sym_priv_drop(void);
+
+#endif /* WC_SYM_PRIV_H */
