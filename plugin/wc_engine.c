@@ -21,6 +21,11 @@
  * microseconds, and its weight is drained by then; a wait under way that
  * parked one is named by its record in the walk. */
 #define LET_GO_NS 100000000ULL
+/* What reading processes and files for symbols may take in a drain (every
+ * second, serialised with the read) and in a flush: a host full of
+ * hostile mappings slows the names, never the metrics. */
+#define DRAIN_SYM_MS 50
+#define FLUSH_SYM_MS 1000
 
 struct wc_engine {
 	const struct wc_config *cfg;
@@ -147,8 +152,11 @@ static void on_weights(void *arg, const struct wc_stack_key *k,
 static int drain(struct wc_engine *e, char *err, size_t errlen)
 {
 	uint64_t start = mono_ns();
-	int rc = wc_collector_drain_stacks(e->collector, on_weights, e, err,
-					   errlen);
+	int rc;
+
+	wc_flush_allow(e->flush, DRAIN_SYM_MS);
+	rc = wc_collector_drain_stacks(e->collector, on_weights, e, err,
+				       errlen);
 
 	if (rc == 0)
 		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
@@ -228,6 +236,7 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 	*drained = drain(e, err, errlen);
 	wc_collector_new_window(e->collector);
 	wc_flush_begin(e->flush);
+	wc_flush_allow(e->flush, FLUSH_SYM_MS);
 	wc_account_foreach(e->account, flush_group, e->flush);
 	rc = wc_flush_write(e->flush, e->stacks, when);
 	wc_stacks_next_window(e->stacks, let_go, e);

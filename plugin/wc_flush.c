@@ -152,6 +152,11 @@ void wc_flush_gone(struct wc_flush *f, pid_t pid)
 	wc_sym_proc_exited(f->sym, pid);
 }
 
+void wc_flush_allow(struct wc_flush *f, unsigned ms)
+{
+	wc_sym_allow(f->sym, ms);
+}
+
 void wc_flush_begin(struct wc_flush *f)
 {
 	wc_fold_reset(f->fold);

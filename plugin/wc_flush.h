@@ -58,6 +58,10 @@ void wc_flush_prefetch_note(const struct wc_flush *f, pid_t pid);
 /* The process is gone: its pid may come back as another process. */
 void wc_flush_gone(struct wc_flush *f, pid_t pid);
 
+/* What reading processes and files for symbols may take from now on
+ * (wc_sym_allow). */
+void wc_flush_allow(struct wc_flush *f, unsigned ms);
+
 void wc_flush_begin(struct wc_flush *f);
 void wc_flush_group(struct wc_flush *f, const struct wc_group_view *g);
 /* Symbolize, fold and write the file for the window ending at `when`.

@@ -54,9 +54,12 @@ struct wc_sym_proc {
 	struct wc_symtab jit; /* finished, empty without a perf map */
 	struct wc_file_id jit_id; /* the perf map read; all 0: none */
 	bool jit_likely; /* has anonymous or shared executable memory */
+	bool maps_cut;	 /* not all of them: past a bound */
 	bool exited;
 	uint64_t seen_cycle; /* noted or looked up */
 	uint64_t read_cycle; /* maps read */
+	uint64_t jit_cycle;  /* perf map read */
+	uint64_t evict_seen; /* the cache's evictions when none was ours */
 	uint64_t miss_cycle; /* re-read for a miss */
 	size_t bytes;	     /* counted in s->proc_bytes */
 };
@@ -305,13 +308,19 @@ static void build_add(struct maps_build *b, const struct wc_proc_map *pm,
 	b->jit_likely |= jit_like(pm, m->kind);
 }
 
-static bool any_evicted(const struct wc_sym_proc *p)
+/* Was a table of p's evicted?  Looked for only when the cache evicted
+ * something since the last look: a JIT can have thousands of mappings. */
+static bool any_evicted(struct wc_sym *s, struct wc_sym_proc *p)
 {
+	uint64_t evictions = wc_mod_evictions(s->mods);
 	size_t i;
 
+	if (evictions == p->evict_seen)
+		return false;
 	for (i = 0; i < p->nmaps; i++)
 		if (p->maps[i].mod && wc_mod_evicted(p->maps[i].mod))
 			return true;
+	p->evict_seen = evictions;
 	return false;
 }
 
@@ -323,9 +332,11 @@ static int proc_rebuild(struct wc_sym *s, struct wc_sym_proc *p,
 	struct maps_build b = {.s = s, .p = p};
 	size_t i, n = fm->n;
 
+	p->maps_cut = fm->cut;
 	if (n * sizeof(*b.maps) > proc_room(s)) {
 		n = proc_room(s) / sizeof(*b.maps);
 		s->st.over_bounds++;
+		p->maps_cut = true;
 	}
 	b.maps = malloc((n ? n : 1) * sizeof(*b.maps));
 	if (!b.maps)
@@ -395,7 +406,7 @@ static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
  */
 static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 {
-	uint64_t known = any_evicted(p) ? 0 : p->maps_sig;
+	uint64_t known = any_evicted(s, p) ? 0 : p->maps_sig;
 	struct wc_fetch_maps fm;
 	int rc = wc_sym_src_maps(s->src, p->pid, known, &fm);
 
@@ -405,7 +416,7 @@ static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 	if (rc < 0)
 		return -1;
 	proc_perfmap(s, p);
-	p->read_cycle = s->cycle;
+	p->read_cycle = p->jit_cycle = s->cycle;
 	proc_count(s, p);
 	return 0;
 }
@@ -427,12 +438,18 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid)
 	/* A known process keeps its picture for a while: re-reading the
 	 * maps of a thousand processes every cycle was most of a read.  An
 	 * address the picture misses re-reads it at once (a library loaded
-	 * since, or an exec: the new image sits elsewhere), a JIT's perf map
-	 * grows all the time, a table evicted from the cache must be loaded
-	 * again, and every REFRESH_CYCLES cycles all are read. */
+	 * since, code compiled in new memory, an exec: the new image sits
+	 * elsewhere), a table evicted from the cache must be loaded again,
+	 * and every REFRESH_CYCLES cycles all are read.  A JIT's perf map
+	 * grows all the time: it is looked at every cycle. */
 	if (p && (p->exited || p->read_cycle == s->cycle ||
-		  (!p->jit_likely && !any_evicted(p) &&
+		  (!any_evicted(s, p) &&
 		   s->cycle < p->read_cycle + REFRESH_CYCLES))) {
+		if (!p->exited && p->jit_cycle != s->cycle) {
+			p->jit_cycle = s->cycle;
+			proc_perfmap(s, p);
+			proc_count(s, p);
+		}
 		p->seen_cycle = s->cycle;
 		return 0;
 	}
@@ -447,8 +464,10 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid)
 		proc_free(s, p);
 		return -1;
 	}
-	/* Gone since the last note: what we have is its last picture. */
-	p->exited = true;
+	/* Gone since the last note: what we have is its last picture.  Or
+	 * not read now (EAGAIN): the picture stays until it can be. */
+	if (errno != EAGAIN)
+		p->exited = true;
 	return 0;
 }
 
@@ -549,14 +568,22 @@ int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
 		return put_unknown(s, buf, len);
 	p->seen_cycle = s->cycle;
 	/* One re-read per process and cycle for what the snapshot misses:
-	 * a library loaded or code compiled since. */
-	may_refresh = !p->exited && p->miss_cycle != s->cycle;
+	 * a library loaded or code compiled since.  Not if the maps were cut
+	 * at a bound: a read would cut them again (the periodic re-read
+	 * still comes). */
+	may_refresh = !p->exited && !p->maps_cut && p->miss_cycle != s->cycle;
 	rc = resolve(s, p, addr, buf, len, !may_refresh);
 	if (rc >= 0)
 		return rc;
 	p->miss_cycle = s->cycle;
-	if (proc_refresh(s, p))
+	/* JIT code the perf map does not name yet may be named by its next
+	 * lines; the maps would only say again that it is anonymous. */
+	if (find_map(p, addr)) {
+		proc_perfmap(s, p);
+		proc_count(s, p);
+	} else if (proc_refresh(s, p) && errno != EAGAIN) {
 		p->exited = true;
+	}
 	return resolve(s, p, addr, buf, len, true);
 }
 
@@ -619,6 +646,11 @@ int wc_sym_kernel(struct wc_sym *s, uint64_t addr, bool caller, char *buf,
 }
 
 /* --- life cycle ------------------------------------------------------------ */
+
+void wc_sym_allow(struct wc_sym *s, unsigned ms)
+{
+	wc_sym_src_allow(s->src, ms);
+}
 
 void wc_sym_cycle(struct wc_sym *s)
 {

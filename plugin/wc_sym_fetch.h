@@ -27,7 +27,7 @@
 #include "wc_sym_tab.h"
 
 /* Executable mappings kept per process; a JIT can make many more. */
-#define WC_FETCH_MAX_MAPS 16384
+#define WC_FETCH_MAX_MAPS 8192
 /* Path bytes kept per process (a library's mappings share one copy). */
 #define WC_FETCH_PATH_BYTES (1u << 20)
 /* No table is bigger, whatever the caller's budget. */
@@ -60,6 +60,7 @@ struct wc_fetch_maps {
 	size_t n;
 	char *paths;
 	size_t paths_len;
+	bool cut; /* a bound was hit: the rest of the mappings are unknown */
 };
 
 void wc_fetch_maps_free(struct wc_fetch_maps *m);

@@ -474,6 +474,11 @@ void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod)
 	drop_if_unused(c, mod);
 }
 
+uint64_t wc_mod_evictions(const struct wc_mod_cache *c)
+{
+	return c->st.evictions;
+}
+
 bool wc_mod_evicted(const struct wc_mod *mod)
 {
 	return mod->evicted;

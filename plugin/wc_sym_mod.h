@@ -72,6 +72,8 @@ struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 struct wc_mod *wc_mod_ref(struct wc_mod *mod);
 void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod);
 
+/* Tables evicted so far: while it has not changed, no module's was. */
+uint64_t wc_mod_evictions(const struct wc_mod_cache *c);
 /* The module had a table the cache evicted. */
 bool wc_mod_evicted(const struct wc_mod *mod);
 /* Read an evicted module's table again through pid's mapping m. */

@@ -4,8 +4,11 @@
  *
  * Owns: nothing; it changes the calling process for good.  The helper
  * needs to read every process's maps, memory and files, and nothing else:
- * it keeps the capabilities that reading takes, loses the rest, may
- * gain no privilege again, writes no file, and dumps no core.
+ * it keeps the three capabilities that reading takes and loses the rest,
+ * may gain no privilege again (no_new_privs), opens files as nobody (so
+ * it could write only where anyone may, and RLIMIT_FSIZE 0 makes that
+ * nothing), dumps no core, and has bounded descriptors and address
+ * space.
  */
 #ifndef WC_SYM_PRIV_H
 #define WC_SYM_PRIV_H

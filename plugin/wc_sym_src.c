@@ -49,6 +49,7 @@ struct wc_sym_src {
 	struct wc_wbuf req;
 	char *reply;
 	size_t reply_cap;
+	uint64_t allowed_ns, spent_ns; /* the caller's budget, 0: none */
 	struct wc_sym_src_stats st;
 };
 
@@ -225,6 +226,12 @@ static int start_helper(struct wc_sym_src *s)
 	return 0;
 }
 
+void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms)
+{
+	s->allowed_ns = (uint64_t)ms * 1000000;
+	s->spent_ns = 0;
+}
+
 void wc_sym_src_cycle(struct wc_sym_src *s)
 {
 	s->down = false;
@@ -233,10 +240,14 @@ void wc_sym_src_cycle(struct wc_sym_src *s)
 
 /* --- what the helper must not read again ------------------------------------- */
 
+/* A file stalls whoever maps it; the rest are one process's. */
 static bool same_culprit(const struct culprit *a, const struct culprit *b)
 {
-	return a->kind == b->kind && a->pid == b->pid && a->dev == b->dev &&
-	       a->ino == b->ino;
+	if (a->kind != b->kind)
+		return false;
+	if (a->kind == C_FILE)
+		return a->dev == b->dev && a->ino == b->ino;
+	return a->pid == b->pid;
 }
 
 static bool denied(const struct wc_sym_src *s, const struct culprit *c)
@@ -306,6 +317,14 @@ static void failed(struct wc_sym_src *s, const struct culprit *c,
 }
 
 /* --- one request and its reply ------------------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static long ms_left(const struct timespec *deadline)
 {
@@ -401,27 +420,27 @@ static void begin(struct wc_sym_src *s, enum wc_wire_op op)
 		memcpy(s->req.p + 4, &v, sizeof(v));
 }
 
-/*
- * Send the request built in s->req and wait for its reply; r then reads
- * its result.  The helper's rc, or -1 if there was no answer (logged, and
- * c not asked for again) or the call was not made.
- */
-static int call(struct wc_sym_src *s, const struct culprit *c,
-		struct wc_rbuf *r)
+static int skip(struct wc_sym_src *s)
+{
+	s->st.skipped++;
+	errno = EAGAIN;
+	return -1;
+}
+
+static int call_helper(struct wc_sym_src *s, const struct culprit *c,
+		       struct wc_rbuf *r)
 {
 	struct timespec deadline;
 	char how[64];
 	int32_t rc = -1;
 	int got;
 
-	if (s->down || denied(s, c) || s->req.failed) {
-		s->st.skipped++;
-		return -1;
-	}
+	if (s->down || denied(s, c) || s->req.failed ||
+	    (s->allowed_ns && s->spent_ns >= s->allowed_ns))
+		return skip(s);
 	if (s->child <= 0 && start_helper(s)) {
-		s->st.skipped++;
 		s->down = true;
-		return -1;
+		return skip(s);
 	}
 	wc_wbuf_seal(&s->req);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -439,13 +458,32 @@ static int call(struct wc_sym_src *s, const struct culprit *c,
 			 s->deadline_ms / 1e3);
 		s->st.stalls++;
 		failed(s, c, how);
+		errno = EAGAIN;
 		return -1;
 	}
 	if (got < 0) {
 		s->st.crashes++;
 		failed(s, c, death_of(s, how, sizeof(how)));
+		errno = EAGAIN;
 		return -1;
 	}
+	errno = ESRCH;
+	return rc;
+}
+
+/*
+ * Send the request built in s->req and wait for its reply; r then reads
+ * its result.  The helper's rc (-1 with errno ESRCH: what it was asked
+ * for is not there), or -1 with EAGAIN if there was no answer (logged,
+ * and c not asked for again) or the call was not made.
+ */
+static int call(struct wc_sym_src *s, const struct culprit *c,
+		struct wc_rbuf *r)
+{
+	uint64_t t0 = mono_ns();
+	int rc = call_helper(s, c, r);
+
+	s->spent_ns += mono_ns() - t0;
 	return rc;
 }
 
@@ -454,6 +492,7 @@ static int broken(struct wc_sym_src *s, const struct culprit *c)
 {
 	s->st.crashes++;
 	failed(s, c, "sent a malformed reply");
+	errno = EAGAIN;
 	return -1;
 }
 
@@ -521,7 +560,6 @@ int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
 		return rc;
 	}
 	put_file(s, WC_OP_IMAGE, pid, m, &c);
-	c.pid = 0; /* the file stalls whoever maps it */
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_image(&r, out))
 		return broken(s, &c);
@@ -542,7 +580,6 @@ int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
 	}
 	put_file(s, WC_OP_SYMBOLS, pid, m, &c);
 	wc_wbuf_u64(&s->req, t->max_bytes);
-	c.pid = 0;
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_symtab(&r, t))
 		return r.failed ? broken(s, &c) : -1;

@@ -43,8 +43,11 @@ struct wc_sym_src *wc_sym_src_new(const struct wc_sym_src_opts *o);
 /* Stops the helper at once, whatever it is doing. */
 void wc_sym_src_free(struct wc_sym_src *s);
 
-/* The wc_fetch_* calls of the same names and results; -1 also when the
- * helper did not answer. */
+/* The wc_fetch_* calls of the same names and results.  -1 with errno
+ * EAGAIN when the helper did not answer, or was not asked (stopped, what
+ * the call reads made one stall, the caller's budget spent): the same
+ * call may work later; with another errno, what was asked for is not
+ * there (the process is gone, the file unreadable or refused). */
 int wc_sym_src_maps(struct wc_sym_src *s, pid_t pid, uint64_t known_sig,
 		    struct wc_fetch_maps *out);
 int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
@@ -60,6 +63,10 @@ int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid,
 		       uid_t euid, const struct wc_file_id *known,
 		       struct wc_symtab *t, struct wc_file_id *id);
 
+/* From now on, calls may start while they have taken less than ms in all
+ * (0: no limit): what the caller can afford before it must go on (a
+ * drain, a flush).  A call is never cut short for it. */
+void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms);
 /* A new cycle: a helper stopped in the last one may be started again. */
 void wc_sym_src_cycle(struct wc_sym_src *s);
 /* pid is gone: what it made stall may be asked for again under a new
@@ -71,8 +78,8 @@ struct wc_sym_src_stats {
 	uint64_t starts;  /* helpers started */
 	uint64_t stalls;  /* helpers killed at the deadline */
 	uint64_t crashes; /* helpers that died, or broke the protocol */
-	uint64_t skipped; /* calls not made: helper stopped, or what they
-			     would read made one stall */
+	uint64_t skipped; /* calls not made: helper stopped, what they
+			     would read made one stall, budget spent */
 };
 
 void wc_sym_src_stats(const struct wc_sym_src *s, struct wc_sym_src_stats *out);

@@ -172,6 +172,7 @@ void wc_wire_put_maps(struct wc_wbuf *b, const struct wc_fetch_maps *m)
 	wc_wbuf_u32(b, (uint32_t)m->nspid);
 	wc_wbuf_u32(b, (uint32_t)m->euid);
 	wc_wbuf_u64(b, m->sig);
+	wc_wbuf_u32(b, m->cut);
 	wc_wbuf_u32(b, (uint32_t)m->n);
 	for (i = 0; i < m->n; i++) {
 		wc_wire_put_map(b, &m->maps[i]);
@@ -211,6 +212,7 @@ bool wc_wire_get_maps(struct wc_rbuf *r, struct wc_fetch_maps *out)
 	out->nspid = (pid_t)wc_rbuf_u32(r);
 	out->euid = (uid_t)wc_rbuf_u32(r);
 	out->sig = wc_rbuf_u64(r);
+	out->cut = wc_rbuf_u32(r) != 0;
 	n = wc_rbuf_u32(r);
 	if (r->failed || n > WC_FETCH_MAX_MAPS)
 		return false;

@@ -5,6 +5,7 @@
  * socket it finds as descriptor 3.
  *
  *   wallclock-symd --parent PID [--proc-root DIR] [--debug-root DIR]
+ *   wallclock-symd --check DIR    (confine, then try to write in DIR)
  *
  * It is started by wc_sym_src, never by hand.  Whatever a hostile file
  * does to it (a read that never returns, a parser that crashes) costs
@@ -12,6 +13,7 @@
  * It exits when its parent goes away or closes the socket.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +222,29 @@ static int setup(pid_t parent)
 	return wc_sym_priv_drop();
 }
 
+/* --check: confine this process as a helper, then try what a helper must
+ * not be able to do, and say what happened (the tests read it). */
+static int check(const char *dir)
+{
+	char path[4096];
+	int fd;
+
+	/* results go to a pipe: a file would be refused (RLIMIT_FSIZE) */
+	signal(SIGXFSZ, SIG_IGN);
+	if (wc_sym_priv_drop()) {
+		printf("confine: failed: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/wallclock-symd-check", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	printf("create %s: %s\n", path, fd < 0 ? strerror(errno) : "done");
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "wallclock-symd: started by the wallclock plugin and "
@@ -234,6 +259,8 @@ int main(int argc, char **argv)
 	char *req;
 	int i;
 
+	if (argc == 3 && !strcmp(argv[1], "--check"))
+		return check(argv[2]);
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--parent"))
 			parent = (pid_t)atoi(argv[i + 1]);
