@@ -307,9 +307,8 @@ static void failed(struct wc_sym_src *s, const struct culprit *c,
 
 	describe(c, what, sizeof(what));
 	wc_log(WC_LOG_WARN,
-	       "symbolizer: %s %s reading %s; it is started again at the "
-	       "next flush and will not read that again (the process's "
-	       "frames go unnamed)",
+	       "symbolizer: %s %s reading %s; stopped: that is not read "
+	       "again, and user frames are not named until the next flush",
 	       s->helper, how, what);
 	stop_helper(s);
 	deny(s, c);

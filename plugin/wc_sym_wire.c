@@ -26,6 +26,8 @@ void wc_wbuf_free(struct wc_wbuf *b)
 
 void wc_wbuf_bytes(struct wc_wbuf *b, const void *p, size_t n)
 {
+	if (n == 0)
+		return;
 	if (b->failed || n > UINT32_MAX - b->len) {
 		b->failed = true;
 		return;

@@ -51,6 +51,7 @@
 #include "wc_sym_perfmap.h"
 #include "wc_sym_proc.h"
 #include "wc_sym_tab.h"
+#include "wc_sym_wire.h"
 
 #define CHECK_STR_EQ(got, want)                                                \
 	do {                                                                   \
@@ -488,6 +489,68 @@ static uint64_t kallsyms_addr(const char *want)
 			found = a;
 	fclose(f);
 	return found;
+}
+
+/* Replies from the helper are decoded as if hostile: every cut of a good
+ * message fails cleanly, and a table whose entries are out of order or
+ * point out of its names is refused. */
+static void test_wire(void)
+{
+	static const char paths[] = "/usr/lib/libfoo.so\0[vdso]";
+	struct wc_proc_map maps[2] = {
+		{.start = 0x1000, .end = 0x2000, .exec = true, .ino = 7,
+		 .path = paths, .pathlen = 18},
+		{.start = 0x3000, .end = 0x4000, .exec = true,
+		 .path = paths + 19, .pathlen = 6},
+	};
+	struct wc_fetch_file files[2] = {{4096, 1}, {0, 0}};
+	struct wc_fetch_maps in = {.nspid = 3, .euid = 1000, .sig = 99,
+				   .maps = maps, .files = files, .n = 2};
+	struct wc_fetch_maps out;
+	struct wc_symtab t, u;
+	struct wc_wbuf b = {0};
+	struct wc_rbuf r;
+	size_t cut;
+
+	wc_wbuf_reset(&b, 0);
+	wc_wire_put_maps(&b, &in);
+	wc_rbuf_init(&r, b.p, b.len);
+	CHECK(wc_wire_get_maps(&r, &out) && out.n == 2 && out.euid == 1000 &&
+	      !strcmp(out.maps[0].path, "/usr/lib/libfoo.so") &&
+	      !strcmp(out.maps[1].path, "[vdso]") && out.files[0].size == 4096);
+	wc_fetch_maps_free(&out);
+	for (cut = 0; cut < b.len; cut++) {
+		wc_rbuf_init(&r, b.p, cut);
+		CHECK(!wc_wire_get_maps(&r, &out) && out.maps == NULL);
+	}
+	/* a table: whole, cut anywhere, and with a name past its pool */
+	wc_symtab_init(&t, 1 << 20, 1);
+	CHECK(wc_symtab_add(&t, 0x100, 16, "one", 3, 0) == 0 &&
+	      wc_symtab_add(&t, 0x200, 16, "two", 3, 0) == 0 &&
+	      wc_symtab_finish(&t) == 0);
+	wc_wbuf_reset(&b, 0);
+	wc_wire_put_symtab(&b, &t);
+	wc_rbuf_init(&r, b.p, b.len);
+	wc_symtab_init(&u, 1 << 20, 1);
+	CHECK(wc_wire_get_symtab(&r, &u) && u.n == 2 &&
+	      !strcmp(wc_symtab_name(&u, wc_symtab_find(&u, 0x205)), "two"));
+	wc_symtab_free(&u);
+	for (cut = 0; cut < b.len; cut++) {
+		wc_rbuf_init(&r, b.p, cut);
+		CHECK(!wc_wire_get_symtab(&r, &u) && u.n == 0);
+	}
+	t.ents[1].name = (uint32_t)t.strs_len;
+	CHECK(wc_symtab_adopt(&u, t.ents, t.n, t.strs, t.strs_len) == -1 &&
+	      errno == EINVAL);
+	t.ents[1].name = 0;
+	t.ents[1].addr = 0x100;
+	CHECK(wc_symtab_adopt(&u, t.ents, t.n, t.strs, t.strs_len) == -1 &&
+	      errno == EINVAL);
+	wc_symtab_init(&u, 16, 1);
+	CHECK(wc_symtab_adopt(&u, t.ents, t.n, t.strs, t.strs_len) == -1 &&
+	      errno == E2BIG);
+	wc_symtab_free(&t);
+	wc_wbuf_free(&b);
 }
 
 static void test_kernel(void)
@@ -2057,6 +2120,7 @@ int main(void)
 	RUN(test_line_reader);
 	RUN(test_maps_lines);
 	RUN(test_perf_map_lines);
+	RUN(test_wire);
 	RUN(test_kernel);
 	RUN(test_kernel_fake);
 	RUN(test_non_pie);
