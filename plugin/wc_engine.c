@@ -198,9 +198,12 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
-	 * known, and new ones have their group */
-	if (e->stacks)
+	 * known, and new ones have their group; the values are not sent
+	 * yet, so their processes are noted at the next drain, not now */
+	if (e->stacks) {
+		wc_flush_allow(e->flush, 0);
 		place_deferred(e);
+	}
 	/* it named the stacks parked by waits under way */
 	if (rc == 0 && start > e->let_go_ns)
 		e->walked = true;

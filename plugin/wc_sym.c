@@ -412,6 +412,11 @@ static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 
 	if (rc == 0 && proc_rebuild(s, p, &fm))
 		rc = -1;
+	/* the same maps may be another process's now: its user counts */
+	if (rc == 1) {
+		p->nspid = fm.nspid;
+		p->euid = fm.euid;
+	}
 	wc_fetch_maps_free(&fm);
 	if (rc < 0)
 		return -1;

@@ -95,8 +95,9 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid);
 bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr,
 		       bool caller, uint32_t *mod, uint64_t *off);
 
-/* From now on, reading processes and files may take ms in all (0: no
- * limit; a read is never cut short): a process not read for the budget
+/* From now on, reading processes and files may take ms in all (0: none,
+ * WC_SYM_UNLIMITED as at the start; a read is never cut short): a process
+ * not read for the budget
  * is read at a later note, and a lookup that needed it gives a fallback
  * name.  Callers set it before each drain and flush, so that a host full
  * of hostile mappings costs them a bounded time. */

@@ -17,8 +17,6 @@
  * (the kernel's default vm.max_map_count) of a long path each.  The kernel
  * writes these lines only as they are read: the rest costs nothing. */
 #define MAPS_BYTES_MAX (8u << 20)
-/* A vdso is two pages; anything this big is not one. */
-#define VDSO_MAX (1024 * 1024)
 
 /* --- maps ---------------------------------------------------------------- */
 
@@ -134,6 +132,8 @@ static void file_of(struct gather *g, const struct wc_proc_map *pm,
 		f->size = (uint64_t)st.st_size;
 		f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 			      (uint64_t)st.st_mtim.tv_nsec;
+		f->dev = (uint64_t)st.st_dev;
+		f->known = true;
 	}
 	*e = (struct seen_file){dev, pm->ino, *f, true};
 }
@@ -209,9 +209,14 @@ int wc_fetch_maps(struct wc_fetch_ctx *c, pid_t pid, uint64_t known_sig,
 		return -1;
 	}
 	if (known_sig && sig == known_sig) {
+		pid_t nspid = out->nspid;
+		uid_t euid = out->euid;
+
 		free(g.path_at);
 		wc_fetch_maps_free(out);
 		out->sig = sig;
+		out->nspid = nspid;
+		out->euid = euid;
 		return 1;
 	}
 	out->sig = sig;
@@ -517,7 +522,7 @@ static int own_vdso(char *buf, size_t len)
 }
 
 int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
-		  uint64_t end, uint64_t *hash, struct wc_fetch_image *img,
+		  uint64_t end, char **image, struct wc_fetch_image *img,
 		  struct wc_symtab *t)
 {
 	struct wc_elf_info info;
@@ -527,7 +532,7 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
 	char *buf;
 	int rc = -1;
 
-	if (end <= start || end - start > VDSO_MAX)
+	if (end <= start || end - start > WC_FETCH_VDSO_MAX)
 		return -1;
 	buf = malloc(len);
 	if (!buf)
@@ -535,12 +540,12 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
 	if ((wc_proc_read_mem(c->proc_root, pid, start, buf, len) == 0 ||
 	     own_vdso(buf, len) == 0) &&
 	    wc_elf_open_mem(&e, buf, len) == 0) {
-		*hash = fnv1a(FNV_SEED, buf, len);
 		image_of(&e, NULL, img, &info);
 		load_symbols(&d, &e, t);
 		wc_elf_close(&e);
 		finish(t); /* none: the module is named "[vdso]" */
-		rc = 0;
+		*image = buf;
+		return 0;
 	}
 	free(buf);
 	return rc;

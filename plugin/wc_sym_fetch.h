@@ -44,10 +44,13 @@ struct wc_fetch_ctx {
 	uint64_t too_big;     /* .symtab over budget, .dynsym used */
 };
 
-/* The mapped file's identity when the maps were read: size and mtime
- * through map_files (0 when it could not be looked at). */
+/* The mapped file as map_files showed it when the maps were read (known
+ * false when it could not be looked at).  Its device, not the maps
+ * line's: btrfs shows one device there for all of a filesystem's
+ * subvolumes, whose inode numbers repeat. */
 struct wc_fetch_file {
-	uint64_t size, mtime_ns;
+	uint64_t size, mtime_ns, dev;
+	bool known;
 };
 
 /* A process's executable mappings, in address order. */
@@ -66,9 +69,9 @@ struct wc_fetch_maps {
 void wc_fetch_maps_free(struct wc_fetch_maps *m);
 
 /*
- * Read pid's executable mappings.  1 if their hash is known_sig (nothing
- * else filled then: pass 0 to have them read whatever), 0 with *out
- * filled, -1 if the process is gone or unreadable.
+ * Read pid's executable mappings.  1 if their hash is known_sig (only it,
+ * nspid and euid filled then: pass 0 to have them read whatever), 0 with
+ * *out filled, -1 if the process is gone or unreadable.
  */
 int wc_fetch_maps(struct wc_fetch_ctx *c, pid_t pid, uint64_t known_sig,
 		  struct wc_fetch_maps *out);
@@ -95,13 +98,15 @@ int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
 int wc_fetch_symbols(struct wc_fetch_ctx *c, pid_t pid,
 		     const struct wc_proc_map *m, struct wc_symtab *t);
 
-/* pid's vdso at [start, end): a hash of its image (the key that tells one
- * image from another: a process may write to its own), what the module
- * needs, and its symbols into t as above (empty if it has none).  0, or
- * -1 if no image could be read. */
+/* pid's vdso at [start, end): its image into *image (end - start bytes,
+ * the caller's to free: what tells one image from another, since a
+ * process may write to its own), what the module needs, and its symbols
+ * into t as above (empty if it has none).  0, or -1 if no image could be
+ * read. */
 int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
-		  uint64_t end, uint64_t *hash, struct wc_fetch_image *img,
+		  uint64_t end, char **image, struct wc_fetch_image *img,
 		  struct wc_symtab *t);
+#define WC_FETCH_VDSO_MAX (1024 * 1024)
 
 /* Which perf map was read, to read it again only when it changed. */
 struct wc_file_id {

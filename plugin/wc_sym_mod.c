@@ -1,4 +1,5 @@
 /* wc_sym_mod.c - see wc_sym_mod.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ struct wc_mod_table {
 struct wc_mod {
 	struct wc_mod *hnext;
 	uint64_t dev, ino;
-	uint64_t size, mtime_ns; /* 0 when map_files could not be stat'ed */
+	uint64_t size, mtime_ns; /* when map_files could be stat'ed */
+	bool known;
 	struct wc_elf_seg segs[WC_ELF_MAX_SEGS];
 	unsigned nsegs;
 	struct wc_mod_table *table;
@@ -30,6 +32,8 @@ struct wc_mod {
 	unsigned refs;
 	uint32_t serial; /* never reused while the cache lives */
 	uint64_t last_cycle;
+	char *image; /* a vdso's: what tells it from another, not its hash */
+	size_t image_len;
 	char name[]; /* base name */
 };
 
@@ -43,6 +47,7 @@ struct wc_mod_cache {
 	size_t bytes;
 	size_t other_bytes; /* the caller's, as of the last cycle */
 	uint64_t tick, cycle;
+	uint64_t lost; /* tables evicted, or not read for want of the helper */
 	uint32_t serials; /* the last module's serial */
 	struct wc_mod_stats st;
 };
@@ -65,7 +70,7 @@ struct wc_mod_cache *wc_mod_cache_new(const struct wc_mod_cache_opts *o)
 
 static size_t mod_bytes(const struct wc_mod *m)
 {
-	return sizeof(*m) + strlen(m->name) + 1;
+	return sizeof(*m) + strlen(m->name) + 1 + m->image_len;
 }
 
 static void table_free(struct wc_mod_cache *c, struct wc_mod_table *t)
@@ -87,6 +92,7 @@ static void mod_free(struct wc_mod_cache *c, struct wc_mod *m)
 	 * without one nothing could ever find it again. */
 	if (t && --t->refs == 0 && !t->build_id_len)
 		table_free(c, t);
+	free(m->image);
 	free(m);
 }
 
@@ -165,12 +171,16 @@ static void unhash_free(struct wc_mod_cache *c, struct wc_mod *m)
 	mod_free(c, m);
 }
 
-static struct wc_mod *find(struct wc_mod_cache *c, uint64_t dev, uint64_t ino)
+/* A module is one file under one name: the same file bind-mounted under
+ * another name is named by that name where it has no symbol. */
+static struct wc_mod *find(struct wc_mod_cache *c, uint64_t dev, uint64_t ino,
+			   const char *name, size_t namelen)
 {
 	struct wc_mod *m = c->buckets[bucket_of(c, dev, ino)];
 
 	for (; m; m = m->hnext)
-		if (m->dev == dev && m->ino == ino && !m->stale)
+		if (m->dev == dev && m->ino == ino && !m->stale &&
+		    !strncmp(m->name, name, namelen) && !m->name[namelen])
 			return m;
 	return NULL;
 }
@@ -200,6 +210,7 @@ static void evict_table(struct wc_mod_cache *c, struct wc_mod_table *t)
 		}
 	}
 	c->st.evictions++;
+	c->lost++;
 	table_free(c, t);
 }
 
@@ -334,6 +345,14 @@ static struct wc_mod *mod_new(struct wc_mod_cache *c, uint64_t dev,
 	return m;
 }
 
+/* Not read now (the helper stopped, the caller's budget spent): read it
+ * again when next needed, as if its table had been evicted. */
+static void unread(struct wc_mod_cache *c, struct wc_mod *mod)
+{
+	mod->evicted = true;
+	c->lost++;
+}
+
 /* Read the file behind mapping m of pid: its image, and its symbols
  * unless a file of the same owner with its build-id was read before. */
 static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
@@ -343,14 +362,21 @@ static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 	struct wc_mod_table *t;
 
 	c->st.misses++;
-	if (wc_sym_src_image(c->o.src, pid, m, &img))
+	if (wc_sym_src_image(c->o.src, pid, m, &img)) {
+		if (errno == EAGAIN)
+			unread(c, mod);
 		return;
+	}
 	set_segs(mod, &img);
 	t = table_by_build_id(c, img.build_id, img.build_id_len, img.owner);
 	if (!t) {
 		t = table_new(c, &img, true);
-		if (t && wc_sym_src_symbols(c->o.src, pid, m, &t->syms))
-			wc_symtab_free(&t->syms);
+		if (t && wc_sym_src_symbols(c->o.src, pid, m, &t->syms) &&
+		    errno == EAGAIN) {
+			table_free(c, t);
+			unread(c, mod);
+			return;
+		}
 		if (t)
 			t = table_keep(c, t);
 	}
@@ -379,13 +405,14 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 			   const struct wc_proc_map *m,
 			   const struct wc_fetch_file *f)
 {
-	uint64_t dev = (uint64_t)m->dev_major << 32 | m->dev_minor;
-	struct wc_mod *mod = find(c, dev, m->ino);
-	const char *name;
+	uint64_t dev = f->known ? f->dev
+				: (uint64_t)m->dev_major << 32 | m->dev_minor;
 	size_t namelen;
+	const char *name = base_name(m->path, m->pathlen, &namelen);
+	struct wc_mod *mod = find(c, dev, m->ino, name, namelen);
 
 	/* Same inode number, other contents: a new file. */
-	if (mod && f->size && mod->size &&
+	if (mod && f->known && mod->known &&
 	    (mod->size != f->size || mod->mtime_ns != f->mtime_ns)) {
 		mod->stale = true;
 		drop_if_unused(c, mod);
@@ -400,12 +427,12 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 			hit(c, mod);
 		return mod;
 	}
-	name = base_name(m->path, m->pathlen, &namelen);
 	mod = mod_new(c, dev, m->ino, name, namelen);
 	if (!mod)
 		return NULL;
 	mod->size = f->size;
 	mod->mtime_ns = f->mtime_ns;
+	mod->known = f->known;
 	mod->refs = 1;
 	read_file(c, mod, pid, m);
 	return mod;
@@ -418,12 +445,52 @@ void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 		read_file(c, mod, pid, m);
 }
 
+static uint64_t fnv1a(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (n--)
+		h = (h ^ (unsigned char)*p++) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The vdso module of exactly this image: a process may write to its own
+ * vdso, and an image made to hash alike must not lend its names. */
+static struct wc_mod *find_image(struct wc_mod_cache *c, uint64_t key,
+				 const char *image, size_t len)
+{
+	struct wc_mod *m = c->buckets[bucket_of(c, VDSO_DEV, key)];
+
+	for (; m; m = m->hnext)
+		if (m->dev == VDSO_DEV && m->ino == key &&
+		    m->image_len == len && !memcmp(m->image, image, len))
+			return m;
+	return NULL;
+}
+
+/* A new vdso module, owning image. */
+static struct wc_mod *vdso_new(struct wc_mod_cache *c, uint64_t key,
+			       char **image, size_t len)
+{
+	struct wc_mod *mod = mod_new(c, VDSO_DEV, key, "[vdso]", 6);
+
+	if (mod) {
+		mod->image = *image;
+		mod->image_len = len;
+		c->bytes += len;
+		*image = NULL;
+	}
+	return mod;
+}
+
 struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 			   uint64_t end)
 {
 	struct wc_fetch_image img = {0};
+	size_t len = (size_t)(end - start);
 	struct wc_mod_table *t;
 	struct wc_mod *mod;
+	char *image = NULL;
 	uint64_t key;
 	bool fresh;
 
@@ -434,14 +501,17 @@ struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 	t = table_new(c, &img, false);
 	if (!t)
 		return NULL;
-	if (wc_sym_src_vdso(c->o.src, pid, start, end, &key, &img, &t->syms)) {
+	if (wc_sym_src_vdso(c->o.src, pid, start, end, &image, &img,
+			    &t->syms)) {
 		table_free(c, t);
 		return NULL;
 	}
-	mod = find(c, VDSO_DEV, key);
+	key = fnv1a(image, len);
+	mod = find_image(c, key, image, len);
 	fresh = !mod;
 	if (fresh)
-		mod = mod_new(c, VDSO_DEV, key, "[vdso]", 6);
+		mod = vdso_new(c, key, &image, len);
+	free(image);
 	if (!mod || (!fresh && !mod->evicted)) {
 		table_free(c, t);
 		if (mod) {
@@ -476,7 +546,7 @@ void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod)
 
 uint64_t wc_mod_evictions(const struct wc_mod_cache *c)
 {
-	return c->st.evictions;
+	return c->lost;
 }
 
 bool wc_mod_evicted(const struct wc_mod *mod)

@@ -72,9 +72,10 @@ struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 struct wc_mod *wc_mod_ref(struct wc_mod *mod);
 void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod);
 
-/* Tables evicted so far: while it has not changed, no module's was. */
+/* Tables lost so far (evicted, or not read for want of the helper):
+ * while it has not changed, no module lost one. */
 uint64_t wc_mod_evictions(const struct wc_mod_cache *c);
-/* The module had a table the cache evicted. */
+/* The module has a table to read again (evicted, or not read yet). */
 bool wc_mod_evicted(const struct wc_mod *mod);
 /* Read an evicted module's table again through pid's mapping m. */
 void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,

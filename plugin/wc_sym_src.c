@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,11 +17,23 @@
 #include "wc_sym_src.h"
 #include "wc_sym_wire.h"
 
+/* waitid's id type for a pidfd (5.4), not in every libc's headers */
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
 #define DENY_MAX 256
 #define ZOMBIES_MAX 16
 /* Helpers killed but still stuck (in a read even SIGKILL cannot end, like
  * one of a hung FUSE server): past this many, no new one is started. */
 #define STUCK_MAX 4
+/* A reply buffer bigger than this is freed after use. */
+#define REPLY_KEEP (1u << 20)
+/* Waiting for the helper may take a tenth of the time on average, in
+ * bursts of up to 2 s: budgets per drain and flush only say when a call
+ * may start, and one can take up to the deadline. */
+#define SHARE_DIVISOR 10
+#define BURST_NS 2000000000LL
 /* A reply never carries more: the biggest table and a process's maps. */
 #define REPLY_MAX (WC_FETCH_TABLE_MAX + (8u << 20))
 
@@ -40,16 +53,19 @@ struct wc_sym_src {
 	unsigned deadline_ms;
 	struct wc_fetch_ctx ctx; /* the reads in this process, and counts */
 	pid_t child;
+	int pidfd; /* the helper's: never a pid that may be reused */
 	int fd;
 	bool down; /* stopped until the next cycle */
 	bool start_failed_said;
-	pid_t zombies[ZOMBIES_MAX]; /* killed, not reaped yet */
+	int zombies[ZOMBIES_MAX]; /* pidfds of helpers killed, not gone yet */
 	struct culprit deny[DENY_MAX];
 	size_t ndeny, deny_next;
 	struct wc_wbuf req;
 	char *reply;
 	size_t reply_cap;
-	uint64_t allowed_ns, spent_ns; /* the caller's budget, 0: none */
+	uint64_t allowed_ns, spent_ns; /* the caller's budget */
+	int64_t tokens_ns; /* the long-run share left, may go below 0 */
+	uint64_t refilled_ns; /* when it was last topped up */
 	struct wc_sym_src_stats st;
 };
 
@@ -63,10 +79,15 @@ const char *wc_sym_src_default_helper(void)
 struct wc_sym_src *wc_sym_src_new(const struct wc_sym_src_opts *o)
 {
 	struct wc_sym_src *s = calloc(1, sizeof(*s));
+	size_t i;
 
 	if (!s)
 		return NULL;
-	s->fd = -1;
+	s->fd = s->pidfd = -1;
+	s->allowed_ns = UINT64_MAX;
+	s->tokens_ns = BURST_NS;
+	for (i = 0; i < ZOMBIES_MAX; i++)
+		s->zombies[i] = -1;
 	s->deadline_ms = o->deadline_ms ? o->deadline_ms
 					: WC_SYM_SRC_DEADLINE_MS;
 	s->helper = o->helper ? strdup(o->helper) : NULL;
@@ -84,18 +105,33 @@ struct wc_sym_src *wc_sym_src_new(const struct wc_sym_src_opts *o)
 
 /* --- the helper's life ----------------------------------------------------- */
 
-/* Reap child if it exits within ms; true with its status if it did. */
-static bool reaped(pid_t child, int *status, int ms)
+/*
+ * Has the process behind pidfd ended (waiting up to ms)?  Reaped if it is
+ * ours to reap: collectd may ignore SIGCHLD, and the kernel reaps it
+ * then, so how it ended (into how, if given) may not be known.
+ */
+static bool ended(int pidfd, int ms, char *how, size_t len)
 {
-	struct timespec step = {0, 5000000};
-	int i;
+	struct pollfd pf = {pidfd, POLLIN, 0};
+	siginfo_t si;
 
-	for (i = 0; i <= ms / 5; i++) {
-		if (waitpid(child, status, WNOHANG) == child)
-			return true;
-		nanosleep(&step, NULL);
+	if (poll(&pf, 1, ms) <= 0 || !(pf.revents & POLLIN))
+		return false;
+	memset(&si, 0, sizeof(si));
+	if (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG) ||
+	    !si.si_pid) {
+		if (how)
+			snprintf(how, len, "died");
+	} else if (how && si.si_code == CLD_EXITED &&
+		   si.si_status == WC_WIRE_EXIT_VERSION) {
+		snprintf(how, len, "is of another version of wallclock "
+				   "(reinstall it)");
+	} else if (how && si.si_code == CLD_EXITED) {
+		snprintf(how, len, "exited with status %d", si.si_status);
+	} else if (how) {
+		snprintf(how, len, "died of signal %d", si.si_status);
 	}
-	return false;
+	return true;
 }
 
 /* How many are left. */
@@ -105,12 +141,21 @@ static unsigned reap_zombies(struct wc_sym_src *s)
 	size_t i;
 
 	for (i = 0; i < ZOMBIES_MAX; i++) {
-		if (s->zombies[i] > 0 &&
-		    waitpid(s->zombies[i], NULL, WNOHANG) != 0)
-			s->zombies[i] = 0;
-		left += s->zombies[i] > 0;
+		if (s->zombies[i] >= 0 && ended(s->zombies[i], 0, NULL, 0)) {
+			close(s->zombies[i]);
+			s->zombies[i] = -1;
+		}
+		left += s->zombies[i] >= 0;
 	}
 	return left;
+}
+
+static void forget_child(struct wc_sym_src *s)
+{
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	s->pidfd = -1;
+	s->child = 0;
 }
 
 /* Kill the helper and never wait for it: one stuck in a read that even
@@ -122,16 +167,18 @@ static void stop_helper(struct wc_sym_src *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	if (s->child <= 0)
+	if (s->pidfd < 0)
 		return;
-	kill(s->child, SIGKILL);
-	if (!reaped(s->child, NULL, 0)) {
-		for (i = 0; i < ZOMBIES_MAX && s->zombies[i] > 0; i++)
+	syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+	if (!ended(s->pidfd, 0, NULL, 0)) {
+		for (i = 0; i < ZOMBIES_MAX && s->zombies[i] >= 0; i++)
 			;
-		if (i < ZOMBIES_MAX)
-			s->zombies[i] = s->child;
+		if (i < ZOMBIES_MAX) {
+			s->zombies[i] = s->pidfd;
+			s->pidfd = -1;
+		}
 	}
-	s->child = 0;
+	forget_child(s);
 }
 
 void wc_sym_src_free(struct wc_sym_src *s)
@@ -156,10 +203,11 @@ void wc_sym_src_free(struct wc_sym_src *s)
 
 static int spawn(struct wc_sym_src *s, int fd, pid_t *pid)
 {
-	char parent[24];
-	char *const argv[] = {s->helper,      "--parent",    parent,
-			      "--proc-root",  s->proc_root,  "--debug-root",
-			      s->debug_root, NULL};
+	char parent[24], wire[16];
+	char *const argv[] = {s->helper,     "--parent",     parent,
+			      "--wire",      wire,	     "--proc-root",
+			      s->proc_root,  "--debug-root", s->debug_root,
+			      NULL};
 	char *const envp[] = {NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -167,6 +215,7 @@ static int spawn(struct wc_sym_src *s, int fd, pid_t *pid)
 	int rc;
 
 	snprintf(parent, sizeof(parent), "%d", (int)getpid());
+	snprintf(wire, sizeof(wire), "%d", WC_WIRE_VERSION);
 	sigemptyset(&none);
 	sigfillset(&all);
 	posix_spawn_file_actions_init(&fa);
@@ -206,9 +255,16 @@ static int start_helper(struct wc_sym_src *s)
 		return -1;
 	rc = spawn(s, sv[1], &s->child);
 	close(sv[1]);
+	if (rc == 0) {
+		s->pidfd = (int)syscall(SYS_pidfd_open, s->child, 0);
+		if (s->pidfd < 0) {
+			rc = errno;
+			kill(s->child, SIGKILL); /* just started: still ours */
+		}
+	}
 	if (rc) {
 		close(sv[0]);
-		s->child = 0;
+		forget_child(s);
 		if (!s->start_failed_said)
 			wc_log(WC_LOG_ERR,
 			       "symbolizer: cannot start %s: %s; user frames "
@@ -226,14 +282,27 @@ static int start_helper(struct wc_sym_src *s)
 	return 0;
 }
 
+/* A big reply's buffer (a table of megabytes) goes by the next call or
+ * cycle. */
+static void done_with_reply(struct wc_sym_src *s)
+{
+	if (s->reply_cap > REPLY_KEEP) {
+		free(s->reply);
+		s->reply = NULL;
+		s->reply_cap = 0;
+	}
+}
+
 void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms)
 {
-	s->allowed_ns = (uint64_t)ms * 1000000;
+	s->allowed_ns = ms == WC_SYM_UNLIMITED ? UINT64_MAX
+					       : (uint64_t)ms * 1000000;
 	s->spent_ns = 0;
 }
 
 void wc_sym_src_cycle(struct wc_sym_src *s)
 {
+	done_with_reply(s);
 	s->down = false;
 	reap_zombies(s);
 }
@@ -284,11 +353,16 @@ static void describe(const struct culprit *c, char *buf, size_t len)
 {
 	switch (c->kind) {
 	case C_MAPS:
-		snprintf(buf, len, "the maps of pid %d", (int)c->pid);
+		snprintf(buf, len, "the maps of pid %d (and the files they "
+			 "name)", (int)c->pid);
 		break;
 	case C_FILE:
 		snprintf(buf, len, "%s, mapped by pid %d", c->path,
 			 (int)c->pid);
+		/* the path is a user's: no control bytes into the log */
+		for (; *buf; buf++)
+			if ((unsigned char)*buf < 0x20 || *buf == 0x7f)
+				*buf = '?';
 		break;
 	case C_VDSO:
 		snprintf(buf, len, "the vdso of pid %d", (int)c->pid);
@@ -364,20 +438,11 @@ static int xfer(int fd, char *p, size_t n, bool out,
 /* Why a helper that stopped answering went away, for the log. */
 static const char *death_of(struct wc_sym_src *s, char *buf, size_t len)
 {
-	int status;
-
-	/* its end of the socket closes just before it can be reaped */
-	if (reaped(s->child, &status, 100)) {
-		s->child = 0;
-		if (WIFSIGNALED(status))
-			snprintf(buf, len, "died of signal %d",
-				 WTERMSIG(status));
-		else
-			snprintf(buf, len, "exited with status %d",
-				 WEXITSTATUS(status));
-	} else {
+	/* its end of the socket closes just before it ends */
+	if (ended(s->pidfd, 100, buf, len))
+		forget_child(s);
+	else
 		snprintf(buf, len, "broke off");
-	}
 	return buf;
 }
 
@@ -419,6 +484,19 @@ static void begin(struct wc_sym_src *s, enum wc_wire_op op)
 		memcpy(s->req.p + 4, &v, sizeof(v));
 }
 
+/* The long-run share: time since the last call earns a tenth of it. */
+static bool may_call(struct wc_sym_src *s)
+{
+	uint64_t now = mono_ns();
+
+	if (s->refilled_ns)
+		s->tokens_ns += (int64_t)((now - s->refilled_ns) / SHARE_DIVISOR);
+	if (s->tokens_ns > BURST_NS)
+		s->tokens_ns = BURST_NS;
+	s->refilled_ns = now;
+	return s->tokens_ns > 0 && s->spent_ns < s->allowed_ns;
+}
+
 static int skip(struct wc_sym_src *s)
 {
 	s->st.skipped++;
@@ -434,10 +512,9 @@ static int call_helper(struct wc_sym_src *s, const struct culprit *c,
 	int32_t rc = -1;
 	int got;
 
-	if (s->down || denied(s, c) || s->req.failed ||
-	    (s->allowed_ns && s->spent_ns >= s->allowed_ns))
+	if (s->down || denied(s, c) || s->req.failed || !may_call(s))
 		return skip(s);
-	if (s->child <= 0 && start_helper(s)) {
+	if (s->pidfd < 0 && start_helper(s)) {
 		s->down = true;
 		return skip(s);
 	}
@@ -480,9 +557,13 @@ static int call(struct wc_sym_src *s, const struct culprit *c,
 		struct wc_rbuf *r)
 {
 	uint64_t t0 = mono_ns();
-	int rc = call_helper(s, c, r);
+	int rc;
 
-	s->spent_ns += mono_ns() - t0;
+	done_with_reply(s);
+	rc = call_helper(s, c, r);
+	t0 = mono_ns() - t0;
+	s->spent_ns += t0;
+	s->tokens_ns -= (int64_t)t0;
 	return rc;
 }
 
@@ -522,9 +603,7 @@ int wc_sym_src_maps(struct wc_sym_src *s, pid_t pid, uint64_t known_sig,
 	wc_wbuf_u32(&s->req, (uint32_t)pid);
 	wc_wbuf_u64(&s->req, known_sig);
 	rc = call(s, &c, &r);
-	if (rc == 1)
-		out->sig = wc_rbuf_u64(&r);
-	else if (rc == 0)
+	if (rc == 0 || rc == 1)
 		wc_wire_get_maps(&r, out);
 	if (rc >= 0 && r.failed)
 		return broken(s, &c);
@@ -586,15 +665,17 @@ int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
 }
 
 int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
-		    uint64_t end, uint64_t *hash, struct wc_fetch_image *img,
+		    uint64_t end, char **image, struct wc_fetch_image *img,
 		    struct wc_symtab *t)
 {
 	struct culprit c = {.kind = C_VDSO, .pid = pid};
+	const void *bytes;
 	struct wc_rbuf r;
+	uint32_t len;
 	int rc;
 
 	if (!s->helper) {
-		rc = wc_fetch_vdso(&s->ctx, pid, start, end, hash, img, t);
+		rc = wc_fetch_vdso(&s->ctx, pid, start, end, image, img, t);
 		add_counts(s);
 		return rc;
 	}
@@ -606,10 +687,18 @@ int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
 	rc = call(s, &c, &r);
 	if (rc != 0)
 		return rc;
-	*hash = wc_rbuf_u64(&r);
-	if (!wc_wire_get_image(&r, img) ||
+	len = wc_rbuf_u32(&r);
+	bytes = len == end - start ? wc_rbuf_bytes(&r, len) : NULL;
+	if (!bytes || !wc_wire_get_image(&r, img) ||
 	    (!wc_wire_get_symtab(&r, t) && r.failed))
 		return broken(s, &c);
+	*image = malloc(len);
+	if (!*image) {
+		wc_symtab_free(t);
+		errno = ENOMEM;
+		return -1;
+	}
+	memcpy(*image, bytes, len);
 	return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "wc_sym_fetch.h"
 
 #define WC_SYM_SRC_DEADLINE_MS 2000
+#define WC_SYM_UNLIMITED UINT32_MAX
 
 struct wc_sym_src_opts {
 	const char *helper;	/* wallclock-symd's path; NULL: in-process */
@@ -55,7 +56,7 @@ int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
 int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
 		       const struct wc_proc_map *m, struct wc_symtab *t);
 int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
-		    uint64_t end, uint64_t *hash, struct wc_fetch_image *img,
+		    uint64_t end, char **image, struct wc_fetch_image *img,
 		    struct wc_symtab *t);
 /* WC_PERFMAP_OVER also when the helper did not answer: what was read
  * before is kept. */
@@ -64,8 +65,9 @@ int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid,
 		       struct wc_symtab *t, struct wc_file_id *id);
 
 /* From now on, calls may start while they have taken less than ms in all
- * (0: no limit): what the caller can afford before it must go on (a
- * drain, a flush).  A call is never cut short for it. */
+ * (0: none; WC_SYM_UNLIMITED, as at the start: no limit): what the caller
+ * can afford before it must go on (a drain, a flush).  A call is never
+ * cut short for it. */
 void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms);
 /* A new cycle: a helper stopped in the last one may be started again. */
 void wc_sym_src_cycle(struct wc_sym_src *s);

@@ -180,6 +180,8 @@ void wc_wire_put_maps(struct wc_wbuf *b, const struct wc_fetch_maps *m)
 		wc_wire_put_map(b, &m->maps[i]);
 		wc_wbuf_u64(b, m->files[i].size);
 		wc_wbuf_u64(b, m->files[i].mtime_ns);
+		wc_wbuf_u64(b, m->files[i].dev);
+		wc_wbuf_u32(b, m->files[i].known);
 	}
 }
 
@@ -227,6 +229,8 @@ bool wc_wire_get_maps(struct wc_rbuf *r, struct wc_fetch_maps *out)
 			goto fail;
 		out->files[i].size = wc_rbuf_u64(r);
 		out->files[i].mtime_ns = wc_rbuf_u64(r);
+		out->files[i].dev = wc_rbuf_u64(r);
+		out->files[i].known = wc_rbuf_u32(r) != 0;
 		/* in address order, as the symbolizer searches them */
 		if (i && out->maps[i].start < out->maps[i - 1].end)
 			goto fail;

@@ -30,6 +30,11 @@ enum wc_wire_op {
 	WC_OP_PERFMAP,	  /* pid, nspid, euid, known id, budget -> id, table */
 };
 
+/* The helper is started with it, and exits with WC_WIRE_EXIT_VERSION if
+ * it speaks another (a plugin upgraded without its helper). */
+#define WC_WIRE_VERSION 1
+#define WC_WIRE_EXIT_VERSION 3
+
 #define WC_WIRE_REQ_HEAD 8
 #define WC_WIRE_REPLY_HEAD 20
 /* A request never needs more (a path is at most PATH_MAX). */

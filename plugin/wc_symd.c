@@ -4,8 +4,10 @@
  * for collectd and answers with plain data, one request at a time, on the
  * socket it finds as descriptor 3.
  *
- *   wallclock-symd --parent PID [--proc-root DIR] [--debug-root DIR]
- *   wallclock-symd --check DIR    (confine, then try to write in DIR)
+ *   wallclock-symd --parent PID --wire N [--proc-root DIR]
+ *                  [--debug-root DIR]
+ *   wallclock-symd --check DIR    (confine, then try to write in DIR,
+ *                                  to trace and to signal the caller)
  *
  * It is started by wc_sym_src, never by hand.  Whatever a hostile file
  * does to it (a read that never returns, a parser that crashes) costs
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,7 +54,7 @@ static int op_maps(struct wc_rbuf *r, struct wc_wbuf *out)
 	if (rc == 0)
 		wc_wire_put_maps(out, &m);
 	else if (rc == 1)
-		wc_wbuf_u64(out, m.sig);
+		wc_wire_put_maps(out, &m); /* no mappings: its ids and sig */
 	wc_fetch_maps_free(&m);
 	return rc;
 }
@@ -91,20 +93,23 @@ static int op_symbols(struct wc_rbuf *r, struct wc_wbuf *out)
 static int op_vdso(struct wc_rbuf *r, struct wc_wbuf *out)
 {
 	pid_t pid = (pid_t)wc_rbuf_u32(r);
-	uint64_t start = wc_rbuf_u64(r), end = wc_rbuf_u64(r), hash;
+	uint64_t start = wc_rbuf_u64(r), end = wc_rbuf_u64(r);
 	struct wc_fetch_image img;
 	struct wc_symtab t;
+	char *image = NULL;
 	int rc;
 
 	wc_symtab_init(&t, budget_of(r), WC_FETCH_UNSIZED_MAX);
 	if (r->failed)
 		return -1;
-	rc = wc_fetch_vdso(&ctx, pid, start, end, &hash, &img, &t);
+	rc = wc_fetch_vdso(&ctx, pid, start, end, &image, &img, &t);
 	if (rc == 0) {
-		wc_wbuf_u64(out, hash);
+		wc_wbuf_u32(out, (uint32_t)(end - start));
+		wc_wbuf_bytes(out, image, (size_t)(end - start));
 		wc_wire_put_image(out, &img);
 		wc_wire_put_symtab(out, &t);
 	}
+	free(image);
 	wc_symtab_free(&t);
 	return rc;
 }
@@ -213,13 +218,13 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 /* Die with the parent, and keep to what this process needs. */
 static int setup(pid_t parent)
 {
-	struct rlimit none = {0, 0};
-
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-		return -1;
 	signal(SIGPIPE, SIG_IGN);
-	setrlimit(RLIMIT_CORE, &none);
-	return wc_sym_priv_drop();
+	/* the death signal after the drop: changing credentials clears it;
+	 * and the parent checked after, in case it went meanwhile */
+	if (wc_sym_priv_drop() || prctl(PR_SET_PDEATHSIG, SIGKILL) ||
+	    getppid() != parent)
+		return -1;
+	return 0;
 }
 
 /* --check: confine this process as a helper, then try what a helper must
@@ -242,6 +247,11 @@ static int check(const char *dir)
 		close(fd);
 		unlink(path);
 	}
+	printf("trace the parent: %s\n",
+	       ptrace(PTRACE_ATTACH, getppid(), 0, 0) ? strerror(errno)
+						       : "done");
+	printf("signal the parent: %s\n",
+	       kill(getppid(), 0) ? strerror(errno) : "done");
 	return 0;
 }
 
@@ -256,14 +266,16 @@ int main(int argc, char **argv)
 {
 	struct wc_wbuf out = {0};
 	pid_t parent = 0;
+	int i, wire = 0;
 	char *req;
-	int i;
 
 	if (argc == 3 && !strcmp(argv[1], "--check"))
 		return check(argv[2]);
 	for (i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--parent"))
 			parent = (pid_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--wire"))
+			wire = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--proc-root"))
 			ctx.proc_root = argv[i + 1];
 		else if (!strcmp(argv[i], "--debug-root"))
@@ -273,6 +285,8 @@ int main(int argc, char **argv)
 	}
 	if (i != argc || parent <= 0)
 		return usage();
+	if (wire != WC_WIRE_VERSION)
+		return WC_WIRE_EXIT_VERSION;
 	if (setup(parent))
 		return 1;
 	req = malloc(WC_WIRE_REQ_MAX);

@@ -568,10 +568,12 @@ static void test_short_waits_not_walked(void)
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_STACKS],
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_USER_MISSED], nap / 1e9,
 	       nap ? 100.0 * with_caller / nap : 0);
-	/* two threads, a place or two each, 4 walks to learn each; a hiccup
-	 * of the VM re-arms a place for 4 more.  Walking every wait would
-	 * be tens of thousands. */
-	CHECK(r.cnt.v[WC_CNT_WALKS_UNUSED] < 500);
+	/* two threads, a place or two each, 4 walks to learn each; a long
+	 * wait (a hiccup of the VM, a busy host delaying the partner)
+	 * re-arms its place for 4 more.  Walking every wait would be tens of
+	 * thousands. */
+	CHECK(r.cnt.v[WC_CNT_WALKS_UNUSED] <
+	      500 + 4 * r.cnt.v[WC_CNT_OFFCPU_STACKS]);
 	CHECK(nap > 1.5e9);
 	CHECK(with_caller > 0.95 * nap);
 	finish(&r);

@@ -203,13 +203,22 @@ def check_helper_confined(cd):
         case("helper: it opens files as nobody (fsuid), not root",
              st.get("Uid", "").split()[3:4] == [str(NOBODY)] and
              st.get("Uid", "").split()[0] == "0", st.get("Uid"))
-    # root's directory: a root helper could write there, this one cannot
+    # root's directory: a root helper could write there, this one cannot;
+    # nor trace or signal its parent (seccomp: x86-64's list)
     r = subprocess.run([os.environ["WALLCLOCK_SYMD"], "--check",
                         cd.root], capture_output=True, text=True)
-    print("# helper --check: " + r.stdout.strip())
+    print("# helper --check: " + r.stdout.strip().replace("\n", "; "))
+    lines = dict(ln.split(": ", 1)[0:2] for ln in r.stdout.splitlines()
+                 if ": " in ln)
+    refused = ("Permission denied", "Operation not permitted")
     case("helper: it cannot write in root's directories",
-         r.returncode == 0 and "Permission denied" in r.stdout,
+         r.returncode == 0 and any(v in refused for k, v in lines.items()
+                                   if k.startswith("create")),
          r.stdout + r.stderr)
+    if os.uname().machine == "x86_64":
+        case("helper: it can neither trace nor signal other processes",
+             lines.get("trace the parent") in refused and
+             lines.get("signal the parent") in refused, r.stdout)
 
 
 # --- 1 ----------------------------------------------------------------------

@@ -503,7 +503,7 @@ static void test_wire(void)
 		{.start = 0x3000, .end = 0x4000, .exec = true,
 		 .path = paths + 19, .pathlen = 6},
 	};
-	struct wc_fetch_file files[2] = {{4096, 1}, {0, 0}};
+	struct wc_fetch_file files[2] = {{.size = 4096, .mtime_ns = 1}, {0}};
 	struct wc_fetch_maps in = {.nspid = 3, .euid = 1000, .sig = 99,
 				   .maps = maps, .files = files, .n = 2};
 	struct wc_fetch_maps out;
@@ -1286,6 +1286,16 @@ static void test_helper_death(void)
 	CHECK_STR_HAS(last_log, "died of signal 11");
 	wc_sym_stats(s, &st);
 	CHECK(st.helper_crashes == 1 && st.helper_stalls == 0);
+	/* collectd ignores SIGCHLD: the kernel reaps the helper, its pid
+	 * may be another's at once; it is still seen to die */
+	signal(SIGCHLD, SIG_IGN);
+	wc_sym_cycle(s);
+	last_log[0] = '\0';
+	CHECK(wc_sym_proc_note(s, getpid()) == -1);
+	CHECK_STR_HAS(last_log, " died reading");
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_crashes == 2);
+	signal(SIGCHLD, SIG_DFL);
 	wc_sym_free(s);
 	/* a helper that is not there: said once, the frames unnamed */
 	o.helper = fx("no_such_helper");
