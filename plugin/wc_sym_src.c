@@ -29,11 +29,11 @@
 #define STUCK_MAX 4
 /* A reply buffer bigger than this is freed after use. */
 #define REPLY_KEEP (1u << 20)
-/* Waiting for the helper may take a tenth of the time on average, in
- * bursts of up to 2 s: budgets per drain and flush only say when a call
+/* Waiting for the helper may take a twentieth of the time on average, in
+ * bursts of up to 1 s: budgets per drain and flush only say when a call
  * may start, and one can take up to the deadline. */
-#define SHARE_DIVISOR 10
-#define BURST_NS 2000000000LL
+#define SHARE_DIVISOR 20
+#define BURST_NS 1000000000LL
 /* A reply never carries more: the biggest table and a process's maps. */
 #define REPLY_MAX (WC_FETCH_TABLE_MAX + (8u << 20))
 
@@ -484,7 +484,8 @@ static void begin(struct wc_sym_src *s, enum wc_wire_op op)
 		memcpy(s->req.p + 4, &v, sizeof(v));
 }
 
-/* The long-run share: time since the last call earns a tenth of it. */
+/* The long-run share: time since the last call earns a twentieth of
+ * it. */
 static bool may_call(struct wc_sym_src *s)
 {
 	uint64_t now = mono_ns();

@@ -11,7 +11,10 @@
  * the process it belongs to is forgotten), and the helper stays stopped
  * until the next cycle, so one hostile file costs one deadline per cycle
  * at most.  A helper that dies is treated the same.  While stopped, calls
- * fail at once: the symbolizer falls back to module+offset names.
+ * fail at once: the symbolizer falls back to module+offset names.  Calls
+ * start only within the caller's budget (wc_sym_src_allow) and while the
+ * helper has taken less than a twentieth of the time since the start, in
+ * bursts of up to 1 s.
  *
  * Not thread-safe: one caller (the symbolizer's) at a time.
  */

@@ -126,8 +126,10 @@ def check_bounded(cd, since, label, flush_max=1.0):
           f"{spent:.0f} ms in {span:.0f} s")
     case(f"{label}: flushes take under {flush_max:.1f} s",
          flushes and worst < flush_max, f"{flushes}")
-    case(f"{label}: drains take under 10% of the time",
-         len(drain) >= 3 and spent < 0.1 * 1000 * span,
+    # the helper's share (a twentieth) and a burst (1 s), and the drains'
+    # own work
+    case(f"{label}: drains take under 15% of the time",
+         len(drain) >= 3 and spent < 0.15 * 1000 * span,
          f"{spent} ms in {span:.0f} s, {len(drain)} reads")
 
 
