@@ -167,8 +167,10 @@ static void stop_helper(struct wc_sym_src *s)
 	if (s->fd >= 0)
 		close(s->fd);
 	s->fd = -1;
-	if (s->pidfd < 0)
+	if (s->pidfd < 0) {
+		forget_child(s);
 		return;
+	}
 	syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 	if (!ended(s->pidfd, 0, NULL, 0)) {
 		for (i = 0; i < ZOMBIES_MAX && s->zombies[i] >= 0; i++)
@@ -255,9 +257,11 @@ static int start_helper(struct wc_sym_src *s)
 		return -1;
 	rc = spawn(s, sv[1], &s->child);
 	close(sv[1]);
+	/* Gone already (ESRCH, reaped by the kernel if collectd ignores
+	 * SIGCHLD): the socket tells, at the first call. */
 	if (rc == 0) {
 		s->pidfd = (int)syscall(SYS_pidfd_open, s->child, 0);
-		if (s->pidfd < 0) {
+		if (s->pidfd < 0 && errno != ESRCH) {
 			rc = errno;
 			kill(s->child, SIGKILL); /* just started: still ours */
 		}
@@ -439,10 +443,13 @@ static int xfer(int fd, char *p, size_t n, bool out,
 static const char *death_of(struct wc_sym_src *s, char *buf, size_t len)
 {
 	/* its end of the socket closes just before it ends */
-	if (ended(s->pidfd, 100, buf, len))
+	if (s->pidfd < 0 || ended(s->pidfd, 100, buf, len)) {
+		if (s->pidfd < 0)
+			snprintf(buf, len, "died");
 		forget_child(s);
-	else
+	} else {
 		snprintf(buf, len, "broke off");
+	}
 	return buf;
 }
 
@@ -515,7 +522,7 @@ static int call_helper(struct wc_sym_src *s, const struct culprit *c,
 
 	if (s->down || denied(s, c) || s->req.failed || !may_call(s))
 		return skip(s);
-	if (s->pidfd < 0 && start_helper(s)) {
+	if (s->fd < 0 && start_helper(s)) {
 		s->down = true;
 		return skip(s);
 	}
