@@ -48,8 +48,10 @@
 #include "wc_sym.h"
 #include "wc_sym_elf.h"
 #include "wc_sym_kallsyms.h"
+#include "wc_sym_mod.h"
 #include "wc_sym_perfmap.h"
 #include "wc_sym_proc.h"
+#include "wc_sym_src.h"
 #include "wc_sym_tab.h"
 #include "wc_sym_wire.h"
 
@@ -1311,6 +1313,70 @@ static void test_helper_death(void)
 	fx_stop(&f);
 }
 
+/* The helper this test can use: the one given, or the build tree's. */
+static const char *real_helper(void)
+{
+	const char *env = getenv("WC_SYM_HELPER");
+
+	if (env)
+		return env;
+	return access("./wallclock-symd", X_OK) == 0 ? "./wallclock-symd"
+						     : NULL;
+}
+
+/* A file not read for want of time (the caller's budget spent, or the
+ * helper stopped) is read when next needed, not left without names. */
+static void test_unread_retried(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_mod_cache_opts mo = {.max_tables = 16, .max_bytes = 1 << 24};
+	struct wc_sym_src_opts so = {.helper = real_helper()};
+	struct wc_mod *mod = NULL, *again = NULL;
+	const struct wc_proc_map *m = NULL;
+	const struct wc_fetch_file *file;
+	struct wc_mod_cache *c;
+	struct wc_fetch_maps fm;
+	struct wc_sym_src *src;
+	const char *name;
+	struct fixture f;
+	uint64_t off;
+	size_t i;
+
+	NEED_FIXTURES();
+	if (!so.helper)
+		SKIP("no wallclock-symd here (run from the build tree, or "
+		     "set WC_SYM_HELPER)");
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	src = wc_sym_src_new(&so);
+	mo.src = src;
+	c = wc_mod_cache_new(&mo);
+	CHECK(src && c && wc_sym_src_maps(src, f.pid, 0, &fm) == 0);
+	for (i = 0; i < fm.n && !m; i++)
+		if (strstr(fm.maps[i].path, "/fx_pie"))
+			m = &fm.maps[i], file = &fm.files[i];
+	CHECK(m != NULL);
+	if (m) {
+		off = fx_addr(&f, "alpha") - m->start + m->pgoff;
+		wc_sym_src_allow(src, 0);
+		mod = wc_mod_file(c, f.pid, m, file);
+		CHECK(mod && wc_mod_evicted(mod) && !wc_mod_lookup(c, mod, off));
+		wc_sym_src_allow(src, WC_SYM_UNLIMITED);
+		again = wc_mod_file(c, f.pid, m, file);
+		name = again ? wc_mod_lookup(c, again, off) : NULL;
+		CHECK(again == mod && name &&
+		      !strcmp(name, "wcsym_fixture_alpha"));
+		wc_mod_unref(c, again);
+		wc_mod_unref(c, mod);
+	}
+	wc_fetch_maps_free(&fm);
+	wc_mod_cache_free(c);
+	wc_sym_src_free(src);
+	fx_stop(&f);
+}
+
 static void test_exited_process(void)
 {
 	const char *argv[] = {fx("fx_pie"), "--lib", fx("libfx.so"), "--vdso",
@@ -2148,6 +2214,7 @@ int main(void)
 	RUN(test_forged_build_id);
 	RUN(test_helper_stall);
 	RUN(test_helper_death);
+	RUN(test_unread_retried);
 	RUN(test_exited_process);
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
