@@ -90,6 +90,9 @@ void wc_collector_counters(const struct wc_collector *c,
  * means exits are about to be dropped (raise ExitBufferKiB). */
 double wc_collector_exit_ring_fill(const struct wc_collector *c);
 
+/* Whether the kernel has what the open-coded walk calls (6.7+); if not,
+ * it is not loaded and every read uses the iterator. */
+bool wc_collector_kernel_walks(void);
 /* How the open-coded walk went (all 0 where the kernel has none). */
 void wc_collector_walk_stats(const struct wc_collector *c,
 			     struct wc_walk_stats *out);

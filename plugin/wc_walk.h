@@ -29,6 +29,7 @@
 struct wc_walk;
 
 struct wc_walk_stats {
+	bool loaded;	   /* the kernel has it (6.7+); else the iterator */
 	uint64_t runs;	   /* of the program, one per range or more */
 	uint64_t refills;  /* runs a full array cut short */
 	uint64_t failures; /* walks given up (the iterator read instead) */

@@ -58,6 +58,9 @@ run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
 for t in "$SRC"/tests/e2e/test_*.py; do
 	run "e2e $(basename "$t")" python3 "$t"
 done
+# Debian 12's own kernel (6.1), booted in qemu: the engine, the stacks
+# and a real collectd against schedstat, as that kernel loads them
+run "vm" tests/vm/run.sh -- tests/vm/guest.sh "$BUILD"
 # The benchmark itself is `make bench`; here only a short smoke run that
 # checks it still works (never how fast).
 run "bench smoke" python3 "$SRC/tests/bench/overhead.py" --smoke

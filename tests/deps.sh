@@ -16,6 +16,9 @@ PACKAGES=(
 	libbpf-tools bpftrace
 	# the browser test (playwright-core comes from npm at test time)
 	chromium fonts-dejavu-core
+	# other kernels in a VM (tests/vm; the kernels come from apt-get
+	# download, never installed)
+	qemu-system-x86 busybox-static
 )
 # A nodesource node bundles npm and conflicts with Debian's npm package:
 # ask for Debian's only when there is no node or npm at all.

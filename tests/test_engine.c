@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@
 
 static const char *workload;
 static char bin_dir[] = "/tmp/wc-engine-XXXXXX";
+/* the kernel has the open-coded walk (6.7+): one more program */
+static int kernel_walks;
 static char skip_reason[256];
 
 struct group_set {
@@ -41,6 +44,9 @@ struct group_set {
 
 struct report {
 	unsigned long long rusage_ns;
+	/* the kernel's count of all its threads' CPU time, exit included
+	 * (wait4): the workload's own getrusage misses what it runs after */
+	unsigned long long died_ns;
 	unsigned long long on_ns, runq_ns, wall_ns;
 	unsigned long long runs; /* arrivals on a CPU, all threads */
 	int threads;
@@ -111,10 +117,13 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 
 /* Run the workload under `name` to completion, reading the engine every
  * 200 ms meanwhile (as a daemon would), then once more after it exits. */
+static unsigned long long last_died_ns; /* of the last workload reaped */
+
 static int run_workload(struct wc_engine *e, const char *name,
 			const char *const *args, const char *report_path,
 			long read_ms)
 {
+	struct rusage ru;
 	char link[PATH_MAX], err[512];
 	const char *argv[32];
 	int n = 0, status;
@@ -136,7 +145,7 @@ static int run_workload(struct wc_engine *e, const char *name,
 		execv(link, (char *const *)argv);
 		_exit(127);
 	}
-	while (waitpid(pid, &status, WNOHANG) == 0) {
+	while (wait4(pid, &status, WNOHANG, &ru) == 0) {
 		struct timespec ts = {read_ms / 1000,
 				      (read_ms % 1000) * 1000000L};
 
@@ -144,6 +153,10 @@ static int run_workload(struct wc_engine *e, const char *name,
 		if (wc_engine_read(e, err, sizeof(err)))
 			printf("  read: %s\n", err);
 	}
+	last_died_ns = (unsigned long long)(ru.ru_utime.tv_sec +
+					   ru.ru_stime.tv_sec) * 1000000000ULL +
+		       (unsigned long long)(ru.ru_utime.tv_usec +
+					    ru.ru_stime.tv_usec) * 1000ULL;
 	/* the parent hears of the death before the last thread's final
 	 * switch-out, which sends its final record: let it happen */
 	usleep(100000);
@@ -208,6 +221,7 @@ static bool profile(const char *name, const char *const *args, long read_ms,
 	snprintf(rep, sizeof(rep), "%s/%s.report", bin_dir, name);
 	ok = run_workload(e, name, args, rep, read_ms) == 0;
 	read_report(rep, &o->report); /* none after an exec */
+	o->report.died_ns = last_died_ns;
 	groups_of(e, &o->groups);
 	wc_engine_self(e, &o->self);
 	wc_engine_close(e);
@@ -255,8 +269,11 @@ static void test_lifetime_matches_kernel(void)
 	NEED_ROOT();
 	if (!profile_life("wce_life", "1", 5, &o, &g))
 		return;
-	/* read by the open-coded walk after the first read */
-	CHECK(o.self.walk.runs > 0 && o.self.walk.failures == 0);
+	/* read by the open-coded walk after the first read, where the
+	 * kernel has it (6.7+), else by the iterator alone */
+	CHECK(o.self.walk.loaded ? o.self.walk.runs > 0
+				 : o.self.walk.runs == 0);
+	CHECK(o.self.walk.failures == 0);
 	/* each thread read its schedstat a moment before it ended */
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
 	CHECK_NEAR(g->time_ns[WC_T_RUNQ], r->runq_ns, 0.03);
@@ -278,6 +295,9 @@ static void test_walk_refills(void)
 	const struct wc_group_view *g;
 
 	NEED_ROOT();
+	if (!kernel_walks)
+		SKIP("this kernel has no open-coded task iterator (6.7+): "
+		     "nothing to refill");
 	walk_recs = 36;
 	if (!profile_life("wce_refill", "39", 43, &o, &g)) {
 		walk_recs = 0;
@@ -384,8 +404,10 @@ static void test_short_lived_threads(void)
 	CHECK(profile("wce_churn", args, 200, &o));
 	g = find(&o.groups, "wce_churn");
 	CHECK(g != NULL);
+	/* against the kernel's own total at the death (the workload's
+	 * getrusage misses its report and exit: 3 % on a slow VM) */
 	if (g)
-		CHECK_NEAR(g->time_ns[WC_T_ONCPU], o.report.rusage_ns, 0.03);
+		CHECK_NEAR(g->time_ns[WC_T_ONCPU], o.report.died_ns, 0.03);
 	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 300);
 	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
 	CHECK(o.self.acct.threads_lost == 0);
@@ -652,7 +674,8 @@ static void test_close_unloads_everything(void)
 		return;
 	/* the switch hook, the sampler, the iterator and the open-coded
 	 * walk (kernels before 6.7 have no walk) */
-	CHECK(our_programs(before + 4) == before + 4);
+	CHECK(our_programs(before + 3 + kernel_walks) ==
+	      before + 3 + kernel_walks);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
@@ -679,7 +702,8 @@ static void test_no_stacks_no_walks(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	CHECK(our_programs(before + 4) == before + 4);
+	CHECK(our_programs(before + 3 + kernel_walks) ==
+	      before + 3 + kernel_walks);
 	snprintf(rep, sizeof(rep), "%s/wce_nostack.report", bin_dir);
 	CHECK(run_workload(e, "wce_nostack", args, rep, 200) == 0);
 	wc_engine_self(e, &self);
@@ -708,6 +732,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	quiet_logs();
+	kernel_walks = wc_collector_kernel_walks();
 	if (geteuid() != 0)
 		snprintf(skip_reason, sizeof(skip_reason),
 			 "needs root to load BPF programs");

@@ -67,6 +67,10 @@ with Env("accuracy") as env:
         s = series(group)
         wins = windows(group)
         case(f"{group}: enough windows", len(wins) >= 3, f"{len(wins)}")
+        # the kernel's side: reads every 20 ms, most of them kept
+        case(f"{group}: the kernel's numbers were sampled",
+             len(ss.rows[pids[group]]) >= 4 * SECONDS,
+             f"{len(ss.rows[pids[group]])} samples")
         # Read by read: a thread switched in unseen must not be reported
         # as waiting and then, once its switch-out rebuilds the stretch,
         # as running too (a counter that ran ahead stays ahead).

@@ -159,7 +159,8 @@ with Env("folded") as env:
                 checked += 1
                 if got != want:
                     mismatched += 1
-                    details.append(f"{os.path.basename(cur)} {g} {marker}:"
+                    details.append(f"{os.path.basename(prev)} -> "
+                                   f"{os.path.basename(cur)} {g} {marker}:"
                                    f" file {got} us, metrics {want:.0f} us")
     print(f"# {checked} (file, group, kind) totals compared with the "
           f"metrics, {mismatched} differ")

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Stacks reach the spool under the kernel this runs on (tests/vm/guest.sh
+runs it in a VM): a real collectd with the plugin writes folded files and
+flame graphs, and the workload's known functions are in them, on-CPU and
+off.  tests/e2e/test_folded.py holds the exact checks; this is what an
+emulated CPU can stand (its clock reads are slow, so the spinner's time
+shows inside clock_gettime, under spinner, as much as in burn_cpu).
+"""
+import glob
+import os
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "e2e"))
+from wctest import Env, case, done, require_built, wait_until  # noqa: E402
+
+GROUP = "wcw_vmspool"
+
+
+def lines_of(path):
+    out = []
+    with open(path, errors="replace") as f:
+        for line in f:
+            stack, _, value = line.rstrip("\n").rpartition(" ")
+            if value.isdigit():
+                out.append((stack.split(";"), int(value)))
+    return out
+
+
+require_built()
+with Env("vmspool") as env:
+    cd = env.collectd(interval=1, plugin_conf="FlushInterval 2\n"
+                      "SampleFrequency 99\n")
+    cd.start()
+    w = env.workload(GROUP, "--spin", "1", "--sleep", "1", "--sleep-ms",
+                     "20", "--seconds", "8")
+    w.wait()
+    end = time.time()
+    wait_until(lambda: any(os.path.getmtime(p) > end for p in glob.glob(
+        os.path.join(cd.spool, "wallclock-*.folded"))), 10)
+    rc = cd.stop()
+    case("collectd exits cleanly", rc == 0, f"exit status {rc}")
+    files = sorted(glob.glob(os.path.join(cd.spool, "wallclock-*.folded")))
+    case("folded files are written every flush", len(files) >= 3,
+         str(os.listdir(cd.spool)))
+    ours = [(fr, v) for p in files for fr, v in lines_of(p)
+            if fr[0] == GROUP]
+    oncpu = sum(v for fr, v in ours if fr[1] == "[on-cpu]")
+    spinner = sum(v for fr, v in ours
+                  if fr[1] == "[on-cpu]" and "spinner" in fr)
+    sleep = sum(v for fr, v in ours if fr[1] == "[off-cpu sleep]")
+    napper = sum(v for fr, v in ours if fr[1] == "[off-cpu sleep]" and
+                 "sleep_a_while" in fr and "hrtimer_nanosleep_[k]" in fr)
+    print(f"# spool: {len(files)} files; {GROUP} on-CPU {oncpu} us "
+          f"({spinner} under spinner), sleep {sleep} us ({napper} under "
+          f"sleep_a_while and hrtimer_nanosleep)")
+    case("the spinner's on-CPU stacks are there, under spinner",
+         oncpu > 1e6 and spinner >= 0.9 * oncpu, f"{spinner} of {oncpu}")
+    case("the sleeper's stacks are there, user and kernel frames",
+         napper > 1e6, f"{napper} of {sleep}")
+    svg = os.path.join(cd.spool, "latest.svg")
+    try:
+        names = {g.get("data-name") for g in ET.parse(svg).getroot().iter(
+            "{http://www.w3.org/2000/svg}g")}
+    except (OSError, ET.ParseError) as e:
+        names = {str(e)}
+    case("the flame graph draws them", "spinner" in names and
+         "sleep_a_while" in names, str(sorted(n for n in names if n)[:10]))
+done()
