@@ -46,6 +46,13 @@ if ldd "$(command -v busybox)" >/dev/null 2>&1; then
 	exit 2
 fi
 
+case $PWD/ in
+/var/tmp/*)
+	echo "run.sh: $PWD is under /var/tmp, which the guest's own disk" \
+		"covers: run from a checkout elsewhere" >&2
+	exit 2 ;;
+esac
+
 CACHE=${WC_VM_CACHE:-/var/tmp/wallclock-vm}
 mkdir -p "$CACHE"
 if [ -z "$KERNEL_PKG" ]; then
