@@ -132,23 +132,26 @@ static bool switch_has_prev_state(const struct btf *btf)
  * below 6.1 (the oldest kernel the suite runs on) a missing one is named,
  * rather than left to a verifier's message.
  */
+const char *wc_collector_btf_lacks(const struct btf *btf)
+{
+	if (!switch_has_prev_state(btf))
+		return "the prev_state argument of the sched_switch "
+		       "tracepoint (5.18)";
+	if (btf__find_by_name_kind(btf, "bpf_iter__task", BTF_KIND_STRUCT) < 0)
+		return "the BPF task iterator (5.8)";
+	return NULL;
+}
+
 static int check_kernel(char *err, size_t errlen)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
-	const char *missing = NULL;
+	const char *missing = btf ? wc_collector_btf_lacks(btf)
+				  : "readable kernel BTF";
 
-	if (!btf)
-		missing = "readable kernel BTF";
-	else if (!switch_has_prev_state(btf))
-		missing = "the prev_state argument of the sched_switch "
-			  "tracepoint (5.18)";
-	else if (btf__find_by_name_kind(btf, "bpf_iter__task",
-					BTF_KIND_STRUCT) < 0)
-		missing = "the BPF task iterator (5.8)";
-	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) !=
-		 1)
+	if (!missing &&
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1)
 		missing = "BPF task storage (5.11)";
-	else if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
+	if (!missing && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
 		missing = "the BPF ring buffer (5.8)";
 	btf__free(btf);
 	if (!missing)

@@ -90,6 +90,11 @@ void wc_collector_counters(const struct wc_collector *c,
  * means exits are about to be dropped (raise ExitBufferKiB). */
 double wc_collector_exit_ring_fill(const struct wc_collector *c);
 
+struct btf;
+/* What the programs need that a kernel's BTF shows it lacks (named, with
+ * the release that brought it), or NULL: wc_collector_open refuses such a
+ * kernel with that name. */
+const char *wc_collector_btf_lacks(const struct btf *btf);
 /* Whether the kernel has what the open-coded walk calls (6.7+); if not,
  * it is not loaded and every read uses the iterator. */
 bool wc_collector_kernel_walks(void);

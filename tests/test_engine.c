@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf_test.h"
@@ -562,6 +563,48 @@ static double idle_seconds(void)
 		      : 0;
 }
 
+/* A kernel's BTF of the shape ours has, or an older one's: sched_switch
+ * with or without prev_state, a task iterator or none. */
+static struct btf *kernel_btf(int switch_args, bool iterator)
+{
+	struct btf *b = btf__new_empty();
+	int i, num, ptr, proto;
+
+	num = btf__add_int(b, "int", 4, BTF_INT_SIGNED);
+	ptr = btf__add_ptr(b, 0);
+	proto = btf__add_func_proto(b, num);
+	btf__add_func_param(b, "__data", ptr);
+	for (i = 1; i < switch_args; i++)
+		btf__add_func_param(b, "arg", num);
+	btf__add_typedef(b, "btf_trace_sched_switch", btf__add_ptr(b, proto));
+	if (iterator)
+		btf__add_struct(b, "bpf_iter__task", 0);
+	return b;
+}
+
+/* Below 6.1 the plugin refuses to start, naming what the kernel lacks
+ * (older kernels are not in Debian's archive to boot: their BTF shape is
+ * made here). */
+static void test_old_kernel_refused(void)
+{
+	struct btf *before_518 = kernel_btf(4, true);
+	struct btf *no_iter = kernel_btf(5, false);
+	struct btf *ours = kernel_btf(5, true);
+	const char *why = wc_collector_btf_lacks(before_518);
+
+	CHECK(why && strstr(why, "prev_state") && strstr(why, "5.18"));
+	why = wc_collector_btf_lacks(no_iter);
+	CHECK(why && strstr(why, "task iterator"));
+	CHECK(wc_collector_btf_lacks(ours) == NULL);
+	/* and the kernel this runs on has it all */
+	btf__free(ours);
+	ours = btf__load_vmlinux_btf();
+	CHECK(ours && wc_collector_btf_lacks(ours) == NULL);
+	btf__free(before_518);
+	btf__free(no_iter);
+	btf__free(ours);
+}
+
 static void test_idle_is_not_a_process(void)
 {
 	struct wc_config cfg;
@@ -752,6 +795,7 @@ int main(int argc, char **argv)
 	RUN(test_zombies_not_adopted);
 	RUN(test_kernel_threads_option);
 	RUN(test_idle_is_not_a_process);
+	RUN(test_old_kernel_refused);
 	if (fork() == 0) /* leave the directory to rm, not to this process */
 		execlp("rm", "rm", "-rf", bin_dir, (char *)NULL);
 	wait(NULL);
