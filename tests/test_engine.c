@@ -374,7 +374,11 @@ static void test_most_switches_are_quick(void)
 		return;
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
 	CHECK_NEAR(g->time_ns[WC_T_RUNQ], r->runq_ns, 0.03);
-	CHECK_NEAR(wall_of(g), r->wall_ns, 0.01);
+	/* a thread's own wall ends at its report, ours at its exit: the
+	 * steps between take a pinned pair on a busy emulated CPU up to
+	 * 40 ms */
+	CHECK(wall_of(g) >= 0.99 * r->wall_ns &&
+	      wall_of(g) <= 1.01 * r->wall_ns + r->threads * 50000000ULL);
 }
 
 /* Kernels before 6.7 read with the task iterator alone. */
