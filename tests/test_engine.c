@@ -373,10 +373,12 @@ static void test_most_switches_are_quick(void)
 	if (!g)
 		return;
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->on_ns, 0.01);
-	CHECK_NEAR(g->time_ns[WC_T_RUNQ], r->runq_ns, 0.03);
-	/* a thread's own wall ends at its report, ours at its exit: the
-	 * steps between take a pinned pair on a busy emulated CPU up to
-	 * 40 ms */
+	/* a thread's own account ends at its report, ours at its exit: the
+	 * steps between, mostly waiting for the one CPU the three share,
+	 * take up to 40 ms each on a busy emulated CPU */
+	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * r->runq_ns &&
+	      g->time_ns[WC_T_RUNQ] <=
+		      1.03 * r->runq_ns + r->threads * 50000000ULL);
 	CHECK(wall_of(g) >= 0.99 * r->wall_ns &&
 	      wall_of(g) <= 1.01 * r->wall_ns + r->threads * 50000000ULL);
 }
