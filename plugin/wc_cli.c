@@ -3,12 +3,13 @@
  * the plugin: record a profile without collectd, render and merge folded
  * files into a flame graph or one folded file.
  *
- * Owns: the command line, and for render/merge a table of merged folded
- * lines (bounded by --max-lines; what does not fit is counted and
+ * Owns: the command line, and for render/merge one wc_merge table of the
+ * inputs' stacks (bounded by --max-lines; what does not fit is counted,
  * reported, and goes to one "[other]" line per group).  No collectd.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -20,16 +21,15 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <bpf/libbpf.h>
 
 #include "wc_config.h"
 #include "wc_engine.h"
 #include "wc_log.h"
+#include "wc_merge.h"
 #include "wc_svg.h"
 
-#define LINE_MAX_BYTES (1u << 20)
 #define DEFAULT_MAX_LINES 1000000u
 #define MAX_INPUTS 4096
 
@@ -306,150 +306,30 @@ static int cmd_record(int argc, char **argv)
 
 /* ---- render and merge -------------------------------------------------- */
 
-struct entry {
-	char *stack; /* NULL: free slot */
-	uint64_t value;
-};
-
-/* Merged lines: open addressing on the stack text, bounded. */
-struct table {
-	struct entry *slots;
-	size_t cap, n, max;
-	uint64_t dropped; /* lines that found the table full */
-	uint64_t bad;	  /* malformed lines */
-	uint64_t lines;
-};
-
-static uint64_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-static int table_init(struct table *t, size_t max)
-{
-	t->max = max;
-	t->cap = 1024;
-	while (t->cap < 2 * max)
-		t->cap <<= 1;
-	t->slots = calloc(t->cap, sizeof(*t->slots));
-	return t->slots ? 0 : -1;
-}
-
-static void table_free(struct table *t)
-{
-	size_t i;
-
-	for (i = 0; t->slots && i < t->cap; i++)
-		free(t->slots[i].stack);
-	free(t->slots);
-}
-
-static struct entry *table_slot(struct table *t, const char *stack, size_t len)
-{
-	size_t i = hash_str(stack, len) & (t->cap - 1);
-
-	while (t->slots[i].stack &&
-	       (strlen(t->slots[i].stack) != len ||
-		memcmp(t->slots[i].stack, stack, len) != 0))
-		i = (i + 1) & (t->cap - 1);
-	return &t->slots[i];
-}
-
-static void table_add(struct table *t, const char *stack, size_t len,
-		      uint64_t value)
-{
-	struct entry *e = table_slot(t, stack, len);
-	const char *semi;
-	char other[512];
-	int n;
-
-	if (!e->stack && t->n >= t->max) {
-		/* into the group's remainder, so its total stays whole; the
-		 * table has room for one per group beyond max (cap >= 2 max,
-		 * and never fuller than 3/4) */
-		semi = memchr(stack, ';', len);
-		n = snprintf(other, sizeof(other), "%.*s;[other]",
-			     (int)(semi ? semi - stack : (long)len), stack);
-		t->dropped++;
-		if (n <= 0 || (size_t)n >= sizeof(other))
-			return;
-		stack = other;
-		len = (size_t)n;
-		e = table_slot(t, stack, len);
-		if (!e->stack && t->n >= t->cap / 4 * 3)
-			return;
-	}
-	if (!e->stack) {
-		e->stack = strndup(stack, len);
-		if (!e->stack)
-			return;
-		t->n++;
-	}
-	e->value += value;
-}
-
 struct render_opts {
-	const char *group;
 	time_t from, to;
 };
 
-/* One line "STACK VALUE": split at the last space; filter by group. */
-static void take_line(struct table *t, const struct render_opts *o, char *line,
-		      size_t len)
+/* A spool directory's entries must be regular files (a FIFO planted there
+ * would hang us); a path given by name may be a pipe. */
+static int read_file(struct wc_merge *t, const char *path, bool from_dir)
 {
-	char *sp, *end;
-	uint64_t v;
+	int fd = open(path, O_RDONLY | O_CLOEXEC |
+				    (from_dir ? O_NOFOLLOW | O_NONBLOCK : 0));
+	struct stat st;
 
-	while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-		line[--len] = '\0';
-	if (!len)
-		return;
-	t->lines++;
-	sp = memrchr(line, ' ', len);
-	if (!sp || sp == line) {
-		t->bad++;
-		return;
+	if (fd >= 0 && from_dir && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		fprintf(stderr, "wallclock: %s: not a regular file, skipped\n",
+			path);
+		close(fd);
+		return 0;
 	}
-	errno = 0;
-	v = strtoull(sp + 1, &end, 10);
-	if (errno || end == sp + 1 || *end || sp[1] == '-') {
-		t->bad++;
-		return;
-	}
-	if (o->group) {
-		size_t g = strlen(o->group);
-
-		if ((size_t)(sp - line) < g || memcmp(line, o->group, g) != 0 ||
-		    (line[g] != ';' && line + g != sp))
-			return;
-	}
-	table_add(t, line, (size_t)(sp - line), v);
-}
-
-static int read_file(struct table *t, const struct render_opts *o,
-		     const char *path)
-{
-	gzFile f = gzopen(path, "rb"); /* reads plain files too */
-	char *line;
-
-	if (!f) {
-		fprintf(stderr, "wallclock: %s: %s\n", path, strerror(errno));
+	if (fd < 0 || wc_merge_read_fd(t, fd) != 0) {
+		fprintf(stderr, "wallclock: %s: %s\n", path,
+			fd >= 0 && errno == EIO ? "corrupt or truncated gzip data"
+						: strerror(errno));
 		return -1;
 	}
-	line = malloc(LINE_MAX_BYTES);
-	if (!line) {
-		gzclose(f);
-		return -1;
-	}
-	while (gzgets(f, line, LINE_MAX_BYTES))
-		take_line(t, o, line, strlen(line));
-	free(line);
-	gzclose(f);
 	return 0;
 }
 
@@ -473,7 +353,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int read_dir(struct table *t, const struct render_opts *o,
+static int read_dir(struct wc_merge *t, const struct render_opts *o,
 		    const char *dir)
 {
 	char *names[MAX_INPUTS], path[PATH_MAX];
@@ -500,7 +380,7 @@ static int read_dir(struct table *t, const struct render_opts *o,
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		rc |= read_file(t, o, path);
+		rc |= read_file(t, path, true);
 		free(names[i]);
 	}
 	if (n == 0)
@@ -509,7 +389,7 @@ static int read_dir(struct table *t, const struct render_opts *o,
 	return rc;
 }
 
-static int read_input(struct table *t, const struct render_opts *o,
+static int read_input(struct wc_merge *t, const struct render_opts *o,
 		      const char *path)
 {
 	struct stat st;
@@ -519,7 +399,7 @@ static int read_input(struct table *t, const struct render_opts *o,
 		return -1;
 	}
 	return S_ISDIR(st.st_mode) ? read_dir(t, o, path)
-				   : read_file(t, o, path);
+				   : read_file(t, path, false);
 }
 
 static time_t parse_time(const char *usage, const char *what, const char *s)
@@ -532,42 +412,15 @@ static time_t parse_time(const char *usage, const char *what, const char *s)
 	return (time_t)parse_long(usage, what, s, 1, LONG_MAX);
 }
 
-static int by_value_desc(const void *a, const void *b)
-{
-	const struct entry *x = a, *y = b;
-
-	if (x->value != y->value)
-		return x->value < y->value ? 1 : -1;
-	return strcmp(x->stack, y->stack);
-}
-
-static int write_folded(struct table *t, FILE *out)
-{
-	struct entry *v = malloc((t->n ? t->n : 1) * sizeof(*v));
-	size_t i, k = 0;
-
-	if (!v)
-		return -1;
-	for (i = 0; i < t->cap; i++)
-		if (t->slots[i].stack && t->slots[i].value)
-			v[k++] = t->slots[i];
-	qsort(v, k, sizeof(*v), by_value_desc);
-	for (i = 0; i < k; i++)
-		fprintf(out, "%s %llu\n", v[i].stack,
-			(unsigned long long)v[i].value);
-	free(v);
-	return ferror(out) ? -1 : 0;
-}
-
 static int to_file(void *ctx, const char *buf, size_t len)
 {
 	return fwrite(buf, 1, len, ctx) == len ? 0 : -1;
 }
 
-static int write_svg(struct table *t, const char *title, FILE *out)
+static int write_svg(const struct wc_merge *t, const char *title, FILE *out)
 {
 	struct wc_svg_opts o = {0};
-	char *line = malloc(LINE_MAX_BYTES + 32);
+	char *line = malloc(WC_MERGE_LINE_MAX + 32);
 	struct wc_svg *svg;
 	size_t i;
 	int rc;
@@ -584,10 +437,10 @@ static int write_svg(struct table *t, const char *title, FILE *out)
 		if (!t->slots[i].stack)
 			continue;
 		/* lines were read into buffers of this size: they fit */
-		n = snprintf(line, LINE_MAX_BYTES + 32, "%s %llu",
+		n = snprintf(line, WC_MERGE_LINE_MAX + 32, "%s %llu",
 			     t->slots[i].stack,
 			     (unsigned long long)t->slots[i].value);
-		if (n > 0 && (size_t)n < LINE_MAX_BYTES + 32)
+		if (n > 0 && (size_t)n < WC_MERGE_LINE_MAX + 32)
 			wc_svg_add_line(svg, line, (size_t)n);
 	}
 	rc = wc_svg_emit(svg, to_file, out) < 0 ? -1 : 0;
@@ -611,7 +464,8 @@ static int cmd_render(int argc, char **argv, bool merge)
 	struct render_opts ro = {0};
 	const char *output = NULL, *title = NULL;
 	size_t max = DEFAULT_MAX_LINES;
-	struct table t = {0};
+	const char *group = NULL;
+	struct wc_merge t;
 	FILE *out = stdout;
 	int c, i, rc = 0;
 
@@ -621,7 +475,7 @@ static int cmd_render(int argc, char **argv, bool merge)
 			output = optarg;
 			break;
 		case 'g':
-			ro.group = optarg;
+			group = optarg;
 			break;
 		case 'f':
 			ro.from = parse_time(usage_render, "--from", optarg);
@@ -647,12 +501,12 @@ static int cmd_render(int argc, char **argv, bool merge)
 	if (optind >= argc)
 		die_usage(usage_render, "%s: no input given",
 			  merge ? "merge" : "render");
-	if (table_init(&t, max))
+	if (wc_merge_init(&t, max, group))
 		return fprintf(stderr, "wallclock: out of memory\n"), 1;
 	for (i = optind; i < argc; i++)
 		rc |= read_input(&t, &ro, argv[i]);
 	if (rc) {
-		table_free(&t);
+		wc_merge_free(&t);
 		return 1;
 	}
 	if (t.bad)
@@ -667,16 +521,16 @@ static int cmd_render(int argc, char **argv, bool merge)
 			(unsigned long long)t.dropped);
 	if (output && !(out = fopen(output, "w"))) {
 		fprintf(stderr, "wallclock: %s: %s\n", output, strerror(errno));
-		table_free(&t);
+		wc_merge_free(&t);
 		return 1;
 	}
-	rc = merge ? write_folded(&t, out) : write_svg(&t, title, out);
+	rc = merge ? wc_merge_write(&t, out) : write_svg(&t, title, out);
 	if ((out != stdout && fclose(out) != 0) || rc) {
 		fprintf(stderr, "wallclock: writing %s failed\n",
 			output ? output : "standard output");
 		rc = 1;
 	}
-	table_free(&t);
+	wc_merge_free(&t);
 	return rc;
 }
 

@@ -1,4 +1,5 @@
 /* wc_config.c - see wc_config.h. */
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
@@ -183,6 +184,127 @@ static int set_process(struct wc_config *cfg, const char *key,
 	return 0;
 }
 
+/* How many copies of its atoms glibc's regcomp makes of an ERE, from
+ * above: it copies the tree under an interval {m,n} n times and under a
+ * '+' twice, so nested ones multiply: "((a{99}){99}){99}", eighty '+' or
+ * thirty '*' in a row take it minutes and gigabytes.  Saturates. */
+#define RE_DEPTH_MAX 64
+#define RE_COPIES_MAX 1000
+
+static size_t sat_add(size_t a, size_t b)
+{
+	return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+static size_t sat_mul(size_t a, size_t b)
+{
+	return b && a > SIZE_MAX / b ? SIZE_MAX : a * b;
+}
+
+/* past a bracket expression that starts at p ('['), or at its NUL */
+static const char *skip_bracket(const char *p)
+{
+	p++;
+	if (*p == '^')
+		p++;
+	if (*p == ']')
+		p++;
+	for (; *p && *p != ']'; p++) {
+		char close = p[1];
+
+		if (*p != '[' || (close != ':' && close != '.' && close != '='))
+			continue;
+		for (p += 2; *p && !(p[0] == close && p[1] == ']'); p++)
+			;
+		if (!*p)
+			return p;
+		p++;
+	}
+	return *p ? p + 1 : p;
+}
+
+/* an interval "{m}", "{m,}" or "{m,n}" at p: its largest count (m + 1 for
+ * "{m,}"), and p moved past it; false if it is none */
+static bool interval(const char **p, size_t *max)
+{
+	char *end;
+	unsigned long m, n;
+
+	if (!isdigit((unsigned char)(*p)[1]))
+		return false;
+	m = strtoul(*p + 1, &end, 10);
+	n = m;
+	if (*end == ',') {
+		n = isdigit((unsigned char)end[1]) ? strtoul(end + 1, &end, 10)
+						   : (end++, m + 1);
+	}
+	if (*end != '}')
+		return false;
+	*p = end;
+	*max = n > m ? n : m;
+	return true;
+}
+
+/* What a quantifier at p (moved to its end) multiplies its atom by, 0 if
+ * it is none. */
+static size_t quantifier(const char **p)
+{
+	size_t times = 0;
+
+	if (**p == '*' || **p == '?')
+		times = 1;
+	else if (**p == '+')
+		times = 2; /* "a+" is "aa*" */
+	else if (**p == '{' && !interval(p, &times))
+		times = 0;
+	return times;
+}
+
+/* SIZE_MAX also for a quantifier right after another ("a**", ".*?"):
+ * POSIX leaves it undefined, and regcomp's closure of nested stars is
+ * exponential in their depth. */
+static size_t regex_copies(const char *p)
+{
+	size_t sum[RE_DEPTH_MAX] = {0}, last[RE_DEPTH_MAX] = {0}, times, g;
+	bool after_one = false;
+	int d = 0;
+
+	for (; *p; p++) {
+		times = quantifier(&p);
+		if (times && after_one)
+			return SIZE_MAX;
+		after_one = times > 0;
+		if (times) {
+			sum[d] = sat_add(sum[d], sat_mul(last[d], times - 1));
+			last[d] = sat_mul(last[d], times);
+		} else if (*p == '(' && d + 1 < RE_DEPTH_MAX) {
+			d++;
+			sum[d] = last[d] = 0;
+		} else if (*p == '(') {
+			return SIZE_MAX;
+		} else if (*p == ')' && d > 0) {
+			g = sum[d] ? sum[d] : 1;
+			d--;
+			last[d] = g;
+			sum[d] = sat_add(sum[d], g);
+		} else if (*p == '|') {
+			last[d] = 0;
+		} else {
+			if (*p == '[')
+				p = skip_bracket(p) - 1;
+			else if (*p == '\\' && p[1])
+				p++;
+			last[d] = 1;
+			sum[d] = sat_add(sum[d], 1);
+		}
+	}
+	while (d > 0) {
+		d--;
+		sum[d] = sat_add(sum[d], sum[d + 1]);
+	}
+	return sum[0];
+}
+
 static int set_process_match(struct wc_config *cfg, const char *key,
 			     const struct wc_cval *vals, int nvals, char *err,
 			     size_t errlen)
@@ -199,6 +321,13 @@ static int set_process_match(struct wc_config *cfg, const char *key,
 	if (get_string(key, &vals[0], WC_NAME_MAX, err, errlen) ||
 	    get_string(key, &vals[1], 4096, err, errlen))
 		return -1;
+	if (regex_copies(vals[1].s) > RE_COPIES_MAX)
+		return wc_err(err, errlen,
+			      "%s \"%s\" \"%s\": regex too complex (nested "
+			      "repetitions copy it more than %d times, or a "
+			      "repetition repeats another, as in \"**\" or "
+			      "\".*?\")",
+			      key, vals[0].s, vals[1].s, RE_COPIES_MAX);
 	s = add_selection(cfg, key, vals[0].s, err, errlen);
 	if (!s)
 		return -1;

@@ -5,6 +5,7 @@
 
 #include "wc_folded.h"
 #include "wc_name.h"
+#include "wc_text.h"
 
 #define NO_STACK UINT32_MAX
 #define OUT_CHUNK 65536
@@ -128,52 +129,21 @@ static size_t pow2_at_least(size_t n)
 
 /* ---- safe text ---- */
 
-/* Back off a cut that split a UTF-8 sequence, so a cut frame stays valid
- * text for the renderers. */
-static size_t utf8_cut(const unsigned char *s, size_t n)
-{
-	size_t i = n, need;
-
-	while (i > 0 && n - i < 3 && (s[i - 1] & 0xc0) == 0x80)
-		i--;
-	if (i == 0 || s[i - 1] < 0xc0)
-		return n;
-	need = s[i - 1] >= 0xf0 ? 4 : s[i - 1] >= 0xe0 ? 3 : 2;
-	return n - (i - 1) < need ? i - 1 : n;
-}
-
 /* The safe text of in (see the header) into out, which has room for
  * cap - 1 bytes; returns its length and sets *cut if it was shortened. */
 static size_t sanitize(const char *in, char *out, size_t cap, bool *cut)
 {
-	const unsigned char *p = (const unsigned char *)(in ? in : "");
-	size_t n = 0;
+	size_t n, i;
 
-	*cut = false;
-	while (*p == ' ')
-		p++;
-	for (; *p && n + 1 < cap; p++) {
-		unsigned char c = *p;
-
-		if (c == ';')
-			c = ':';
-		else if (c < 0x20 || c == 0x7f)
-			c = '?';
-		out[n++] = (char)c;
-	}
-	while (*p == ' ')
-		p++;
-	if (*p) {
-		*cut = true;
-		n = utf8_cut((const unsigned char *)out, n);
-	}
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
+	in = in ? in : "";
+	n = wc_text_clean(in, strlen(in), out, cap, cut);
+	for (i = 0; i < n; i++)
+		if (out[i] == ';')
+			out[i] = ':';
 	if (n == 0) {
 		strcpy(out, "[empty]");
-		return strlen(out);
+		n = strlen(out);
 	}
-	out[n] = '\0';
 	return n;
 }
 

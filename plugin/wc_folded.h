@@ -27,9 +27,10 @@
  *   [off-cpu sleep]      sleeping (interruptible)
  *   [off-cpu io]         blocked (uninterruptible, mostly I/O)
  * Kernel frames arrive suffixed "_[k]" (flamegraph.pl's convention) and are
- * kept as they are.  Frame text is made safe: ';' becomes ':', control
- * bytes become '?', leading and trailing spaces are trimmed, an empty frame
- * is "[empty]", and a frame longer than WC_FOLD_MAX_FRAME bytes is cut.
+ * kept as they are.  Frame text is made safe (wc_text.h): ';' becomes ':',
+ * control bytes and bytes that are not valid UTF-8 become '?', leading and
+ * trailing spaces are trimmed, an empty frame is "[empty]", and a frame
+ * longer than WC_FOLD_MAX_FRAME bytes is cut between characters.
  * Spaces inside a frame stay (demangled C++): readers split the value off
  * at the last space.  Stacks deeper than WC_FOLD_MAX_DEPTH keep their
  * root-most frames.

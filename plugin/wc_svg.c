@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "wc_svg.h"
+#include "wc_text.h"
 
 #define NONE UINT32_MAX
 #define OUT_CHUNK 65536
@@ -130,79 +131,6 @@ static uint32_t hash_bytes(const char *s, size_t n)
 }
 
 /* ---- safe text ---- */
-
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid.
- * Strict (no overlongs, surrogates, U+FFFE/U+FFFF or past U+10FFFF): every
- * sequence let through is a character XML 1.0 allows. */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	uint32_t c;
-	size_t len, i;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] < 0xc2)
-		return 0;
-	if (p[0] < 0xe0) {
-		len = 2;
-		c = p[0] & 0x1f;
-	} else if (p[0] < 0xf0) {
-		len = 3;
-		c = p[0] & 0x0f;
-	} else if (p[0] < 0xf5) {
-		len = 4;
-		c = p[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
-	    c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe ||
-	    c == 0xffff)
-		return 0;
-	return len;
-}
-
-/*
- * The safe text of in[0..n) into out (room for cap - 1 bytes and a NUL):
- * spaces at either end trimmed, control bytes and invalid UTF-8 as '?',
- * cut between characters.  Returns its length; *cut if shortened.
- */
-static size_t clean_text(const char *in, size_t n, char *out, size_t cap,
-			 bool *cut)
-{
-	const unsigned char *p = (const unsigned char *)in;
-	size_t i = 0, len = 0, k;
-
-	*cut = false;
-	while (n > 0 && p[n - 1] == ' ')
-		n--;
-	while (i < n && p[i] == ' ')
-		i++;
-	while (i < n) {
-		k = utf8_seq(p + i, n - i);
-		if (len + (k ? k : 1) >= cap) {
-			*cut = true;
-			break;
-		}
-		if (k == 0 || (k == 1 && (p[i] < 0x20 || p[i] == 0x7f))) {
-			out[len++] = '?';
-			i++;
-			continue;
-		}
-		memcpy(out + len, p + i, k);
-		len += k;
-		i += k;
-	}
-	out[len] = '\0';
-	return len;
-}
 
 /* ---- the byte budget ---- */
 
@@ -484,7 +412,7 @@ static bool add_step(struct wc_svg *s, struct add_walk *w, const char *frame,
 		w->cut = true;
 		return false;
 	}
-	len = clean_text(frame, n, s->frame_buf, sizeof(s->frame_buf), &cut);
+	len = wc_text_clean(frame, n, s->frame_buf, sizeof(s->frame_buf), &cut);
 	if (len == 0)
 		len = (size_t)sprintf(s->frame_buf, "[empty]");
 	w->cut |= cut;
@@ -597,7 +525,7 @@ static void set_label(char *dst, const char *src)
 {
 	bool cut;
 
-	clean_text(src, src ? strlen(src) : 0, dst, WC_SVG_MAX_LABEL + 1, &cut);
+	wc_text_clean(src, src ? strlen(src) : 0, dst, WC_SVG_MAX_LABEL + 1, &cut);
 }
 
 static int check_opts(const struct wc_svg_opts *o)
@@ -734,7 +662,7 @@ __attribute__((format(printf, 2, 3))) static void putf(struct wc_svg *s,
 		    (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-/* Safe text (see clean_text) with XML's five specials escaped; good in
+/* Safe text (see wc_text_clean) with XML's five specials escaped; good in
  * element content and in attribute values alike. */
 static void put_esc(struct wc_svg *s, const char *str, size_t len)
 {

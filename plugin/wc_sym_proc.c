@@ -179,7 +179,9 @@ int wc_proc_parse_maps_line(char *line, size_t len, struct wc_proc_map *m)
 	uint64_t major, minor;
 
 	memset(m, 0, sizeof(*m));
-	if (!parse_hex(&p, end, &m->start) || !expect(&p, end, '-') ||
+	/* no path holds a NUL: a line that does is not the kernel's */
+	if (memchr(line, '\0', len) || !parse_hex(&p, end, &m->start) ||
+	    !expect(&p, end, '-') ||
 	    !parse_hex(&p, end, &m->end) || !expect(&p, end, ' ') ||
 	    end - p < 5 || p[4] != ' ' || m->end <= m->start)
 		return -1;

@@ -52,6 +52,10 @@ if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
 	failed=$((failed + 1))
 fi
 
+# Every parser of outside input under libFuzzer, a few seconds each (long
+# runs: make fuzz), its saved crashing inputs first
+run "fuzz" tests/fuzz/run.sh --seconds 5
+
 run "engine" "$BUILD/tests/test_engine" "$BUILD/tests/workload"
 run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
 

@@ -17,6 +17,7 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
 def run(*args, **kw):
+    kw.setdefault("timeout", 120)
     return subprocess.run([CLI] + [str(a) for a in args],
                           capture_output=True, text=True, **kw)
 
@@ -160,6 +161,24 @@ with Env("cli") as env:
     r = run("merge", "-o", "/nonexistent/dir/out.folded", src)
     case("an unwritable output: exit 1 naming it", r.returncode == 1 and
          "/nonexistent/dir/out.folded" in r.stderr, r.stderr)
+    cut = os.path.join(env.root, "cut.folded.gz")
+    with open(cut, "wb") as f:
+        f.write(gzip.compress(("".join(
+            "g;[on-cpu];f%d %d\n" % (i, i) for i in range(5000))).encode())
+            [:4000])
+    r = run("merge", cut)
+    case("a gzip file cut short: exit 1 naming it, not a silent part",
+         r.returncode == 1 and "cut.folded.gz: corrupt or truncated gzip "
+         "data" in r.stderr, r.stderr)
+    fifo_dir = os.path.join(env.root, "fifo_spool")
+    os.makedirs(fifo_dir)
+    shutil.copy(src, os.path.join(fifo_dir,
+                                  "wallclock-20260101T000000Z.folded"))
+    os.mkfifo(os.path.join(fifo_dir, "wallclock-20260101T000100Z.folded"))
+    r = run("merge", fifo_dir)
+    case("a FIFO under a spool file's name is skipped, saying so, not "
+         "waited on", r.returncode == 0 and "not a regular file" in
+         r.stderr and r.stdout.strip() != "", r.stderr)
     r = run("merge", "--max-lines", "1", spool)
     case("--max-lines: the rest of a group goes to [other], totals kept",
          r.returncode == 0 and "a;[on-cpu];f 70" in r.stdout and

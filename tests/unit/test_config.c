@@ -338,6 +338,48 @@ static void test_process_match(void)
 	BAD(NULL, "ProcessMatch", "\"other\"", str_v("other"), str_v("x"));
 }
 
+/*
+ * Regexes that glibc's regcomp would take minutes and gigabytes over
+ * (found by tests/fuzz: fuzz_config) are refused before it sees them;
+ * the ones people write still compile.
+ */
+static void test_process_match_complexity(void)
+{
+	static const char *const fine[] = {
+		"^/usr/sbin/(nginx|apache2)( |$)",
+		"[0-9]{1,3}(\\.[0-9]{1,3}){3}",
+		"^java .*-jar [^ ]+\\.jar",
+		"(a{30}){30}",
+		"[[:alpha:]]+[]{}*+]{2,}",
+	};
+	char plus[90], deep[142];
+	size_t i;
+
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		const struct wc_cval v[] = {str_v("g"), str_v(fine[i])};
+		struct wc_config c;
+
+		wc_config_init(&c);
+		CHECK(set(&c, "ProcessMatch", v, 2) == 0);
+		wc_config_free(&c);
+	}
+	memset(plus, '+', sizeof(plus) - 1);
+	plus[0] = 'a';
+	plus[sizeof(plus) - 1] = '\0';
+	BAD(NULL, "ProcessMatch", "too complex", str_v("g"),
+	    str_v("((a{99}){99}){99}"));
+	BAD(NULL, "ProcessMatch", "too complex", str_v("g"), str_v(plus));
+	BAD(NULL, "ProcessMatch", "too complex", str_v("g"),
+	    str_v("^/************************++"));
+	BAD(NULL, "ProcessMatch", "\".*?\"", str_v("g"), str_v("nginx.*?w"));
+	/* deeper than the check follows: 70 '(', 'a', 70 ')' */
+	memset(deep, '(', 70);
+	deep[70] = 'a';
+	memset(deep + 71, ')', 70);
+	deep[141] = '\0';
+	BAD(NULL, "ProcessMatch", "too complex", str_v("g"), str_v(deep));
+}
+
 static void test_unmatched(void)
 {
 	static const struct {
@@ -624,6 +666,7 @@ int main(void)
 	RUN(test_duplicate_labels);
 	RUN(test_too_many_selections);
 	RUN(test_process_match);
+	RUN(test_process_match_complexity);
 	RUN(test_unmatched);
 	RUN(test_spool_dir_set);
 	RUN(test_finish_good);

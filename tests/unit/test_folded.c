@@ -323,21 +323,24 @@ static void test_escaping(void)
 				"ns::f(int, char)",
 				"vfs_read_[k]",
 				"   ",
-				"caf\xc3\xa9\x7f"};
+				"caf\xc3\xa9\x7f",
+				/* not UTF-8: a stray continuation byte, an
+				 * overlong '/', a surrogate, a cut sequence */
+				"\x80" "a\xc0\xaf\xed\xa0\x80\xe2\x82"};
 	char *out;
 	size_t n;
 
-	CHECK(wc_fold_add(f, "we;ird\n", WC_FOLD_ONCPU, frames, 9, 5) == 0);
+	CHECK(wc_fold_add(f, "we;ird\n", WC_FOLD_ONCPU, frames, 10, 5) == 0);
 	out = emit(f, 0);
 	CHECK_STR_HAS(out, "we:ird?;[on-cpu];a:b;x?y?;?z;[empty];[empty];"
-			   "ns::f(int, char);vfs_read_[k];[empty];caf\xc3\xa9? "
-			   "5\n");
+			   "ns::f(int, char);vfs_read_[k];[empty];caf\xc3\xa9?;"
+			   "?a??????? 5\n");
 	CHECK(file_sum(out, &n) == 5 && n == 1);
 	free(out);
 	/* Escaped text is the identity: "a;b" and "a:b" are one frame. */
 	ADD(f, "we:ird?", WC_FOLD_ONCPU, 1, "a:b", "x?y?", "?z", "[empty]",
 	    "[empty]", "ns::f(int, char)", "vfs_read_[k]", "[empty]",
-	    "caf\xc3\xa9?");
+	    "caf\xc3\xa9?", "?a???????");
 	out = emit(f, 0);
 	CHECK(file_sum(out, &n) == 6 && n == 1);
 	free(out);

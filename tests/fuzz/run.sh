@@ -1,0 +1,113 @@
+#!/bin/bash
+# run.sh - the libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang
+# under ASan and UBSan, each run first on its saved crashing inputs
+# (crashes/TARGET/: every finding is kept there as a regression test),
+# then fuzzed from its seed corpus (corpus/TARGET/) for a while.
+#
+#   tests/fuzz/run.sh [--seconds N] [--runs N] [--out DIR] [TARGET...]
+#
+# One PASS/FAIL line per target with its executions.  The corpus a run
+# grows is kept in DIR/corpus (the next run starts from it); a finding is
+# left in DIR/findings/TARGET/ and named in the FAIL line.  The suite runs
+# a few seconds each; `make fuzz` runs longer (FUZZ_SECONDS, and
+# FUZZ_RUNS to stop a target sooner at that many executions).
+set -uo pipefail
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+seconds=5
+runs=-1
+out=${WC_BUILD_DIR:-$SRC/build}/fuzz
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seconds) seconds=$2; shift 2 ;;
+	--runs) runs=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	-*) echo "usage: $0 [--seconds N] [--runs N] [--out DIR] [TARGET...]" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+	for f in "$SRC"/tests/fuzz/fuzz_*.c; do
+		t=$(basename "$f" .c)
+		targets+=("${t#fuzz_}")
+	done
+fi
+
+# The code under test: every parser of outside input and what it needs.
+CORE=(wc_sym_tab wc_sym_elf wc_sym_perfmap wc_sym_kallsyms wc_sym_proc
+	wc_sym_wire wc_sym_fetch wc_config wc_select wc_name wc_log wc_merge
+	wc_folded wc_svg wc_text)
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+CFLAGS="-g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE
+	-I$SRC/plugin -I$SRC/bpf $SAN"
+LIBS="$(pkg-config --libs libelf zlib)"
+
+build() {
+	local f objs=()
+	mkdir -p "$out/obj" || return 1
+	for f in "${CORE[@]}"; do
+		objs+=("$out/obj/$f.o")
+		clang $CFLAGS -fsanitize=fuzzer-no-link -c \
+			"$SRC/plugin/$f.c" -o "$out/obj/$f.o" || return 1
+	done
+	rm -f "$out/obj/libcore.a"
+	ar rcs "$out/obj/libcore.a" "${objs[@]}" || return 1
+	for t in "${targets[@]}"; do
+		clang $CFLAGS -fsanitize=fuzzer "$SRC/tests/fuzz/fuzz_$t.c" \
+			"$out/obj/libcore.a" $LIBS -o "$out/fuzz_$t" || return 1
+	done
+}
+
+# replay TARGET: the saved findings must all pass now
+replay() {
+	local t=$1 dir=$SRC/tests/fuzz/crashes/$1 files
+	files=("$dir"/*)
+	[ -e "${files[0]}" ] || return 0
+	"$out/fuzz_$t" -runs=1 -timeout=10 -rss_limit_mb=2048 "${files[@]}" \
+		>"$out/replay_$t.log" 2>&1
+}
+
+fuzz() {
+	local t=$1 log=$out/fuzz_$1.log
+	mkdir -p "$out/corpus/$t" "$out/findings/$t"
+	# -timeout: an input that takes a second is a finding too
+	"$out/fuzz_$t" -max_total_time="$seconds" -runs="$runs" -timeout=1 \
+		-rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+		-artifact_prefix="$out/findings/$t/" \
+		"$out/corpus/$t" "$SRC/tests/fuzz/corpus/$t" >"$log" 2>&1
+}
+
+if ! build >"$out.build.log" 2>&1; then
+	cat "$out.build.log"
+	echo "FAIL: fuzz: the targets did not build"
+	exit 1
+fi
+status=0
+for t in "${targets[@]}"; do
+	if ! replay "$t"; then
+		tail -30 "$out/replay_$t.log"
+		echo "FAIL: fuzz $t: a saved crashing input fails again" \
+			"($out/replay_$t.log)"
+		status=1
+		continue
+	fi
+	fuzz "$t"
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' \
+		"$out/fuzz_$t.log")
+	cov=$(grep -o 'cov: [0-9]*' "$out/fuzz_$t.log" | tail -1)
+	if [ "$rc" -ne 0 ]; then
+		grep -A20 -m1 'ERROR\|runtime error\|deadly signal\|timeout' \
+			"$out/fuzz_$t.log" | head -30
+		echo "FAIL: fuzz $t: a finding after ${execs:-?} executions:" \
+			"$(ls "$out/findings/$t" | head -1) in $out/findings/$t" \
+			"(keep it in tests/fuzz/crashes/$t once fixed)"
+		status=1
+	else
+		secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' \
+			"$out/fuzz_$t.log")
+		echo "PASS: fuzz $t: ${execs:-?} executions in ${secs:-?} s," \
+			"no finding ($cov)"
+	fi
+done
+exit $status
