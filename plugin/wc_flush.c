@@ -64,7 +64,7 @@ static struct wc_spool *open_spool(const struct wc_config *cfg)
 	struct wc_spool_opts o = {
 		.dir = cfg->spool_dir,
 		.gzip = cfg->spool_gzip,
-		.keep_files = cfg->keep_files,
+		.keep_flushes = cfg->keep_files,
 		.keep_age_s = cfg->keep_hours * 3600u,
 		.keep_bytes = (uint64_t)cfg->keep_mib << 20,
 	};

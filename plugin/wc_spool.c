@@ -30,7 +30,7 @@ struct wc_spool {
 	char *dir; /* for messages only: never opened again */
 	bool gzip;
 	int gzip_level;
-	unsigned keep_files;
+	unsigned keep_flushes;
 	unsigned keep_age_s;
 	uint64_t keep_bytes;
 	unsigned seq; /* of temporary names */
@@ -321,21 +321,38 @@ struct scan {
 	size_t nlatest;
 };
 
+/* By flush: the files one flush wrote share their stamp and -N. */
 static int entry_cmp(const void *pa, const void *pb)
 {
 	const struct entry *a = pa, *b = pb;
-	int c;
+	int c = strcmp(a->stamp, b->stamp);
 
-	if (a->mtime.tv_sec != b->mtime.tv_sec)
-		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-	c = strcmp(a->stamp, b->stamp);
 	if (c)
 		return c;
 	if (a->dup != b->dup)
 		return a->dup < b->dup ? -1 : 1;
 	return strcmp(a->name, b->name);
+}
+
+/* One flush's files: entries [first, first + n) of the sorted scan. */
+struct flush_files {
+	size_t first, n;
+	uint64_t bytes;
+	struct timespec mtime; /* the newest file's */
+	const struct entry *key;
+	bool keep;
+};
+
+/* Oldest flush first: by mtime, then by the name's time and -N. */
+static int flush_cmp(const void *pa, const void *pb)
+{
+	const struct flush_files *a = pa, *b = pb;
+
+	if (a->mtime.tv_sec != b->mtime.tv_sec)
+		return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
+	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
+		return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
+	return entry_cmp(a->key, b->key);
 }
 
 static int scan_add(struct scan *sc, const char *name, const struct stat *st,
@@ -406,9 +423,10 @@ static void scan_dir(struct wc_spool *s, struct scan *sc)
 	closedir(d);
 }
 
-static bool too_old(const struct wc_spool *s, const struct entry *e, time_t now)
+static bool too_old(const struct wc_spool *s, const struct flush_files *g,
+		    time_t now)
 {
-	return s->keep_age_s && now - e->mtime.tv_sec > (time_t)s->keep_age_s;
+	return s->keep_age_s && now - g->mtime.tv_sec > (time_t)s->keep_age_s;
 }
 
 static void remove_entry(struct wc_spool *s, const char *name)
@@ -438,36 +456,77 @@ static void remove_orphans(struct wc_spool *s, const struct scan *sc)
 			unlinkat(s->dirfd, sc->latest[i], 0);
 }
 
-/* Apply the limits, oldest first, never removing `keep`. */
+static bool later(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec
+				      : a->tv_nsec > b->tv_nsec;
+}
+
+/* The sorted scan's entries grouped by flush, into g (room for sc->n). */
+static size_t group_flushes(const struct scan *sc, const char *keep,
+			    struct flush_files *g)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < sc->n; i++) {
+		const struct entry *e = &sc->e[i];
+
+		if (!n || strcmp(e->stamp, g[n - 1].key->stamp) ||
+		    e->dup != g[n - 1].key->dup)
+			g[n++] = (struct flush_files){.first = i, .key = e,
+						      .mtime = e->mtime};
+		g[n - 1].n++;
+		g[n - 1].bytes += e->size;
+		g[n - 1].keep |= keep && strcmp(e->name, keep) == 0;
+		if (later(&e->mtime, &g[n - 1].mtime))
+			g[n - 1].mtime = e->mtime;
+	}
+	return n;
+}
+
+/*
+ * Apply the limits a flush at a time (its .folded and .svg together),
+ * oldest first, never removing the flush of `keep`.  Without memory for
+ * the grouping, nothing is removed this time.
+ */
 static void retention(struct wc_spool *s, const char *keep)
 {
 	struct scan sc = {0};
-	uint64_t count, bytes = 0;
+	struct flush_files *g;
+	uint64_t count, bytes = 0, files = 0;
 	time_t now = time(NULL);
-	size_t i;
+	size_t i, j, n;
 
 	scan_dir(s, &sc);
+	g = malloc((sc.n ? sc.n : 1) * sizeof(*g));
 	if (sc.n) /* sc.e is NULL for an empty directory */
 		qsort(sc.e, sc.n, sizeof(*sc.e), entry_cmp);
-	count = sc.n;
-	for (i = 0; i < sc.n; i++)
-		bytes += sc.e[i].size;
-	for (i = 0; i < sc.n; i++) {
-		const struct entry *e = &sc.e[i];
-
-		if (keep && strcmp(e->name, keep) == 0)
+	n = g ? group_flushes(&sc, keep, g) : 0;
+	if (n)
+		qsort(g, n, sizeof(*g), flush_cmp);
+	count = n;
+	for (i = 0; i < n; i++) {
+		bytes += g[i].bytes;
+		files += g[i].n;
+	}
+	for (i = 0; i < n; i++) {
+		if (g[i].keep ||
+		    (!too_old(s, &g[i], now) &&
+		     !(s->keep_flushes && count > s->keep_flushes) &&
+		     !(s->keep_bytes && bytes > s->keep_bytes)))
 			continue;
-		if (!too_old(s, e, now) &&
-		    !(s->keep_files && count > s->keep_files) &&
-		    !(s->keep_bytes && bytes > s->keep_bytes))
-			continue;
-		remove_entry(s, e->name);
+		for (j = 0; j < g[i].n; j++)
+			remove_entry(s, sc.e[g[i].first + j].name);
 		count--;
-		bytes -= e->size;
+		bytes -= g[i].bytes;
+		files -= g[i].n;
 	}
 	remove_orphans(s, &sc);
-	s->st.files_in_spool = count;
-	s->st.bytes_in_spool = bytes;
+	if (g) {
+		s->st.files_in_spool = files;
+		s->st.bytes_in_spool = bytes;
+	}
+	free(g);
 	scan_free(&sc);
 }
 
@@ -530,7 +589,7 @@ struct wc_spool *wc_spool_open(const struct wc_spool_opts *o, char *err,
 	}
 	s->gzip = o->gzip;
 	s->gzip_level = o->gzip_level ? o->gzip_level : Z_DEFAULT_COMPRESSION;
-	s->keep_files = o->keep_files;
+	s->keep_flushes = o->keep_flushes;
 	s->keep_age_s = o->keep_age_s;
 	s->keep_bytes = o->keep_bytes;
 	if (open_dir(s, err, errlen) < 0) {

@@ -31,9 +31,11 @@
  *     0750.
  *   - Retention, after every commit, counts only regular files with our
  *     final names: never latest.*, symlinks, directories or other names.
- *     Oldest (by mtime, then by the name's time and -N) go first, by age,
- *     then by count, then by total bytes (st_size); the file just
- *     committed is never removed.  A latest.* whose file is gone (link
+ *     It counts and removes flushes, not files: the files that share a
+ *     name's time and -N (a flush's .folded and .svg) go together.  The
+ *     oldest flush (by its newest file's mtime, then by the name's time
+ *     and -N) goes first, by age, then by count, then by total bytes
+ *     (st_size); the flush of the file just committed is never removed.  A latest.* whose file is gone (link
  *     count 1) is removed too, since it would hold bytes nobody counts.
  *   - A failing disk (full, read-only, I/O errors) logs once, then stays
  *     quiet until a file is written again, which is logged too.  Failures
@@ -53,7 +55,7 @@ struct wc_spool_opts {
 	const char *dir;
 	bool gzip;
 	int gzip_level;	     /* 1..9, 0 for zlib's default (6) */
-	unsigned keep_files; /* 0 = no limit, for each of the three */
+	unsigned keep_flushes; /* 0 = no limit, for each of the three */
 	unsigned keep_age_s;
 	uint64_t keep_bytes;
 };

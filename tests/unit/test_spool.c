@@ -91,7 +91,7 @@ static struct wc_spool *open_spool(const char *dir, bool gzip,
 				   unsigned keep_files)
 {
 	struct wc_spool_opts o = {
-		.dir = dir, .gzip = gzip, .keep_files = keep_files};
+		.dir = dir, .gzip = gzip, .keep_flushes = keep_files};
 	char err[256] = "";
 	struct wc_spool *s = wc_spool_open(&o, err, sizeof(err));
 
@@ -667,6 +667,74 @@ static void test_retention_bytes(void)
 	place_done(&p);
 }
 
+/*
+ * SpoolKeepFiles counts flushes: a flush's .folded and .svg stay and go
+ * together, for the count, the age and the bytes alike, and a flush that
+ * wrote only one of them is one flush too.
+ */
+static void put_flush(struct wc_spool *s, time_t when, const char *body,
+		      bool svg)
+{
+	CHECK(put_file(s, when, "folded", true, body, 1000) == 0);
+	if (svg)
+		CHECK(put_file(s, when, "svg", false, body, 500) == 0);
+}
+
+static void test_retention_flushes(void)
+{
+	struct wc_spool_opts o = {.keep_flushes = 3};
+	struct timespec old[2] = {{time(NULL) - 3600, 0},
+				  {time(NULL) - 3600, 0}};
+	struct wc_spool_stats st;
+	char *body = make_body(1000, 5), err[256], path[300];
+	struct place p;
+	struct wc_spool *s;
+	int i;
+
+	place_new(&p);
+	mkdir(p.spool, 0750);
+	o.dir = p.spool;
+	s = wc_spool_open(&o, err, sizeof(err));
+	for (i = 0; i < 10; i++)
+		put_flush(s, WHEN + i, body, i != 8);
+	/* flushes 7, 8 (no svg) and 9 */
+	CHECK(count_ours(p.spool) == 5);
+	CHECK(exists(p.spool, "wallclock-20240102T030412Z.svg"));
+	CHECK(exists(p.spool, "wallclock-20240102T030412Z.folded"));
+	CHECK(!exists(p.spool, "wallclock-20240102T030411Z.svg"));
+	wc_spool_get_stats(s, &st);
+	CHECK(st.files_in_spool == 5 && st.bytes_in_spool == 4000);
+	wc_spool_close(s);
+
+	/* by bytes: 1500 a flush, 3500 leaves two */
+	o.keep_flushes = 0;
+	o.keep_bytes = 3500;
+	s = wc_spool_open(&o, err, sizeof(err));
+	put_flush(s, WHEN + 20, body, true);
+	CHECK(count_ours(p.spool) == 4);
+	CHECK(exists(p.spool, "wallclock-20240102T030414Z.svg") &&
+	      exists(p.spool, "wallclock-20240102T030414Z.folded"));
+	wc_spool_close(s);
+
+	/* by age: a flush is old when its newest file is */
+	o.keep_bytes = 0;
+	o.keep_age_s = 600;
+	snprintf(path, sizeof(path), "%s/wallclock-20240102T030414Z.folded",
+		 p.spool);
+	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+	s = wc_spool_open(&o, err, sizeof(err));
+	CHECK(count_ours(p.spool) == 4);
+	snprintf(path, sizeof(path), "%s/wallclock-20240102T030414Z.svg",
+		 p.spool);
+	CHECK(utimensat(AT_FDCWD, path, old, 0) == 0);
+	put_flush(s, WHEN + 21, body, true);
+	CHECK(count_ours(p.spool) == 4);
+	CHECK(!exists(p.spool, "wallclock-20240102T030414Z.folded"));
+	wc_spool_close(s);
+	free(body);
+	place_done(&p);
+}
+
 /* ---- atomicity ---- */
 
 /* The reader: every file it can open under a final name is complete.
@@ -1139,6 +1207,7 @@ int main(void)
 	RUN(test_retention_count);
 	RUN(test_retention_age);
 	RUN(test_retention_bytes);
+	RUN(test_retention_flushes);
 	RUN(test_atomic_reader);
 	RUN(test_kill9);
 	RUN(test_symlinks);
