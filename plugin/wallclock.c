@@ -323,7 +323,7 @@ static int wc_init_cb(void)
 	INFO(PLUGIN " plugin: profiling at %u Hz on %u CPUs%s",
 	     ctx.cfg.sample_hz, s.ncpus,
 	     ctx.cfg.kthreads ? ", kernel threads included" : "");
-	if (ctx.cfg.stacks)
+	if (ctx.cfg.stacks && s.flush.spool_ok)
 		INFO(PLUGIN " plugin: stacks of waits from %u us on, top %u "
 			    "stacks to %s every %u s",
 		     ctx.cfg.min_block_us, ctx.cfg.top_stacks,

@@ -93,9 +93,10 @@ static int check_caps(char *err, size_t errlen)
 	return wc_err(err, errlen,
 		      "missing capabilities: loading the profiler needs "
 		      "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and this "
-		      "collectd has%s%s%s of them; run collectd as root with "
-		      "its full capability set (or grant CAP_BPF, CAP_PERFMON "
-		      "in its service's CapabilityBoundingSet/"
+		      "process has%s%s%s of them; run it as root (sudo "
+		      "wallclock ..., or collectd as root with its full "
+		      "capability set, or CAP_BPF and CAP_PERFMON granted in "
+		      "its service's CapabilityBoundingSet/"
 		      "AmbientCapabilities)",
 		      has_cap(d, CAP_BPF) ? " CAP_BPF" : "",
 		      has_cap(d, CAP_PERFMON) ? " CAP_PERFMON" : "",

@@ -18,6 +18,7 @@
 #define MAX_FRAMES (2 * WC_STACK_DEPTH + 2)
 #define KERNEL_SUFFIX "_[k]"
 #define FOLD_BYTES (64u << 20)
+#define MAX_ENTRY_IDS 16
 #define MEMO_FRAMES 8192 /* user frames at a time: 256 KiB, cache-sized */
 #define SVG_LINE_MAX (1u << 20) /* longer folded lines are not drawn */
 
@@ -57,10 +58,21 @@ struct wc_flush {
 	bool last_valid;
 	uint32_t last_tgid, last_n, last_named;
 	uint64_t last_ustack;
+	/* the ids of entry-point frames met in this window (see put_user) */
+	uint32_t entry_ids[MAX_ENTRY_IDS];
+	uint32_t nentry_ids;
+	char spool_err[512]; /* why there is no spool, "" if there is */
+	uint64_t unwritten;  /* flushes without a spool */
 };
 
-static struct wc_spool *open_spool(const struct wc_config *cfg)
+/*
+ * The spool, or NULL with the reason logged once while it stays the same
+ * (another collectd holding it, a directory gone): it is tried again at
+ * every flush, and no window is symbolized for nothing meanwhile.
+ */
+static void open_spool(struct wc_flush *f)
 {
+	const struct wc_config *cfg = f->cfg;
 	struct wc_spool_opts o = {
 		.dir = cfg->spool_dir,
 		.gzip = cfg->spool_gzip,
@@ -68,16 +80,22 @@ static struct wc_spool *open_spool(const struct wc_config *cfg)
 		.keep_age_s = cfg->keep_hours * 3600u,
 		.keep_bytes = (uint64_t)cfg->keep_mib << 20,
 	};
-	struct wc_spool *s;
-	char err[512];
+	char err[sizeof(f->spool_err)];
 
-	s = wc_spool_open(&o, err, sizeof(err));
-	if (!s)
+	f->spool = wc_spool_open(&o, err, sizeof(err));
+	if (f->spool && f->spool_err[0])
+		wc_log(WC_LOG_NOTICE, "spool %s: usable again, writing stack "
+				      "files", cfg->spool_dir);
+	if (f->spool) {
+		f->spool_err[0] = '\0';
+		return;
+	}
+	if (strcmp(err, f->spool_err) != 0)
 		wc_log(WC_LOG_ERR,
-		       "spool %s unusable, no stack files will be written "
-		       "(metrics go on): %s",
-		       cfg->spool_dir, err);
-	return s;
+		       "%s; no stack files until it can be used (tried again "
+		       "at every flush; metrics go on)",
+		       err);
+	snprintf(f->spool_err, sizeof(f->spool_err), "%s", err);
 }
 
 static void set_below_label(struct wc_fold *fold, unsigned int us)
@@ -117,7 +135,7 @@ struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,
 		return NULL;
 	}
 	set_below_label(f->fold, cfg->min_block_us);
-	f->spool = open_spool(cfg);
+	open_spool(f);
 	f->last_when = time(NULL);
 	if (gethostname(f->host, sizeof(f->host) - 1) != 0)
 		snprintf(f->host, sizeof(f->host), "localhost");
@@ -139,12 +157,14 @@ void wc_flush_free(struct wc_flush *f)
 
 void wc_flush_note(struct wc_flush *f, pid_t pid)
 {
-	wc_sym_proc_note(f->sym, pid);
+	if (f->spool)
+		wc_sym_proc_note(f->sym, pid);
 }
 
 void wc_flush_prefetch_note(const struct wc_flush *f, pid_t pid)
 {
-	wc_sym_proc_prefetch(f->sym, pid);
+	if (f->spool)
+		wc_sym_proc_prefetch(f->sym, pid);
 }
 
 void wc_flush_gone(struct wc_flush *f, pid_t pid)
@@ -161,6 +181,7 @@ void wc_flush_begin(struct wc_flush *f)
 {
 	wc_fold_reset(f->fold);
 	wc_memo_reset(f->memo);
+	f->nentry_ids = 0;
 	f->last_valid = false;
 	f->gen++;
 }
@@ -279,6 +300,36 @@ static size_t put_kernel(struct wc_flush *f, size_t n,
 	return n;
 }
 
+/*
+ * Where every thread's stack begins.  A walk that goes on past one read
+ * the frame pointer that code without frame pointers left in the
+ * register (a static binary's libc): what it found beyond is not a
+ * caller.  Versioned names ("clone3@GLIBC_2.34") count too.
+ */
+static bool is_entry_point(const char *name)
+{
+	static const char *const entry[] = {
+		"_start",	 "__libc_start_main", "__libc_start_call_main",
+		"start_thread", "clone",		"clone3",
+		"__clone",	 "__clone3",		"thread_start"};
+	size_t n = strcspn(name, "@"), i;
+
+	for (i = 0; i < sizeof(entry) / sizeof(entry[0]); i++)
+		if (strlen(entry[i]) == n && !memcmp(entry[i], name, n))
+			return true;
+	return false;
+}
+
+static bool is_entry_id(const struct wc_flush *f, uint32_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nentry_ids; i++)
+		if (f->entry_ids[i] == id)
+			return true;
+	return false;
+}
+
 /* A user frame not met in this process yet: met at the same place in
  * another process of the binary, or symbolized now. */
 static uint32_t user_frame(struct wc_flush *f, pid_t pid, uint64_t ip,
@@ -294,6 +345,9 @@ static uint32_t user_frame(struct wc_flush *f, pid_t pid, uint64_t ip,
 	rc = wc_sym_user(f->sym, pid, ip, caller, f->text, FRAME_LEN);
 	*named = rc == WC_SYM_NAME;
 	id = wc_fold_frame(f->fold, f->text);
+	if (*named && id != WC_FOLD_NO_FRAME && f->nentry_ids < MAX_ENTRY_IDS &&
+	    is_entry_point(f->text) && !is_entry_id(f, id))
+		f->entry_ids[f->nentry_ids++] = id;
 	if (placed && id != WC_FOLD_NO_FRAME)
 		wc_memo_place_put(f->memo, mod, off, id, *named);
 	return id;
@@ -301,10 +355,12 @@ static uint32_t user_frame(struct wc_flush *f, pid_t pid, uint64_t ip,
 
 /* A user stack's frames, outermost first; each (process, address)
  * symbolized once per flush, and each place in a binary once while the
- * memo holds it. */
+ * memo holds it.  It begins at the innermost entry point it holds, so a
+ * program's stacks look the same however it was linked. */
 static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
 		       const struct wc_stack_view *v)
 {
+	size_t first = n;
 	uint32_t i;
 
 	for (i = v->nr; i-- > 0 && n < MAX_FRAMES; n++) {
@@ -320,6 +376,10 @@ static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
 						  named);
 		}
 		f->stats.frames_named += named;
+		if (n > first && is_entry_id(f, f->ids[n])) {
+			f->ids[first] = f->ids[n];
+			n = first;
+		}
 	}
 	return n;
 }
@@ -501,7 +561,12 @@ int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 	uint64_t start = mono_ns();
 	int rc = -1;
 
-	wc_stacks_foreach(st, add_entry, &c);
+	if (!f->spool)
+		open_spool(f);
+	if (f->spool)
+		wc_stacks_foreach(st, add_entry, &c);
+	else
+		f->unwritten++;
 	file = f->spool ? wc_spool_begin(f->spool, when, "folded", true) : NULL;
 	if (file) {
 		struct svg_feed feed = {f, svg_start(f, when), file};
@@ -539,7 +604,8 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 		wc_spool_get_stats(f->spool, &sp);
 	wc_sym_stats(f->sym, &sy);
 	out->files_written = sp.files_written;
-	out->write_errors = sp.write_errors;
+	out->write_errors = sp.write_errors + f->unwritten;
+	out->spool_ok = f->spool != NULL;
 	out->spool_bytes = sp.bytes_in_spool;
 	out->sym_hits = sy.module_hits;
 	out->sym_misses = sy.module_misses;

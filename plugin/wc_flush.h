@@ -14,6 +14,7 @@
 #ifndef WC_FLUSH_H
 #define WC_FLUSH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
@@ -32,7 +33,7 @@ struct wc_flush_stats {
 	uint64_t frames_named;	/* ... of which resolved to a name */
 	uint64_t stacks_lost;	/* named by a weight but no longer held */
 	uint64_t files_written; /* the spool's counters */
-	uint64_t write_errors;
+	uint64_t write_errors;	/* and flushes with no spool to write to */
 	uint64_t spool_bytes;
 	uint64_t sym_hits; /* the symbolizer's module cache */
 	uint64_t sym_misses;
@@ -45,6 +46,7 @@ struct wc_flush_stats {
 	uint64_t helper_skipped;
 	uint64_t memo_hits; /* frames and kernel stacks folded once per flush */
 	uint64_t memo_misses;
+	bool spool_ok; /* a spool to write to now */
 };
 
 struct wc_flush *wc_flush_new(const struct wc_config *cfg, char *err,

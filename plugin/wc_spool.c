@@ -557,12 +557,16 @@ static int open_dir(struct wc_spool *s, char *err, size_t errlen)
 			      errstr(errno, eb, sizeof(eb)));
 	if (check_stat(s->dir, &st, err, errlen) < 0)
 		return -1;
-	if (flock(s->dirfd, LOCK_EX | LOCK_NB) < 0)
+	if (flock(s->dirfd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno == EWOULDBLOCK)
 		return wc_err(err, errlen,
 			      "spool directory %s is in use by another writer "
-			      "(%s)",
-			      s->dir, errstr(errno, eb, sizeof(eb)));
-	return 0;
+			      "(another collectd or wallclock record with this "
+			      "directory)",
+			      s->dir);
+	return wc_err(err, errlen, "cannot lock spool directory %s: %s", s->dir,
+		      errstr(errno, eb, sizeof(eb)));
 }
 
 struct wc_spool *wc_spool_open(const struct wc_spool_opts *o, char *err,

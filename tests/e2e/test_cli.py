@@ -16,9 +16,9 @@ CLI = os.path.join(BUILD, "wallclock")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 
-def run(*args, **kw):
+def run(*args, prefix=(), **kw):
     kw.setdefault("timeout", 120)
-    return subprocess.run([CLI] + [str(a) for a in args],
+    return subprocess.run(list(prefix) + [CLI] + [str(a) for a in args],
                           capture_output=True, text=True, **kw)
 
 
@@ -64,6 +64,13 @@ with Env("cli") as env:
     case("record -p of a process that does not exist: exit 2",
          r.returncode == 2 and "no such process" in r.stderr, r.stderr)
 
+    r = run("record", "-d", "1", "-o", os.path.join(env.root, "nopriv"),
+            prefix=["setpriv", "--reuid=nobody", "--regid=nogroup",
+                    "--clear-groups", "--inh-caps=-all"])
+    case("record without privileges: exit 1, saying to use sudo",
+         r.returncode == 1 and "missing capabilities" in r.stderr and
+         "sudo wallclock" in r.stderr, r.stderr)
+
     # --- record one process ---
     w = env.workload("wcw_cli", "--spin", "1", "--sleep", "1",
                      "--sleep-ms", "20", "--seconds", "8")
@@ -97,6 +104,36 @@ with Env("cli") as env:
          2.5e6 < sleep < 3.3e6, f"{sleep} us")
     case("record: the SVG is well-formed and draws burn_cpu",
          "burn_cpu" in svg_names(os.path.join(out, "latest.svg")))
+
+    # --- a statically linked program: its stacks begin at libc's entry
+    # point, not at what the frame pointer its libc left behind points to
+    spin_c = os.path.join(env.root, "static_spin.c")
+    with open(spin_c, "w") as f:
+        f.write("#include <time.h>\n"
+                "static volatile unsigned long x;\n"
+                "__attribute__((noinline)) static void static_leaf(void)\n"
+                "{ for (unsigned long i = 0; i < 50000000UL; i++) x += i; }\n"
+                "int main(void) { time_t t = time(NULL);\n"
+                "  while (time(NULL) - t < 6) static_leaf(); return 0; }\n")
+    spin = os.path.join(env.root, "wcw_static")
+    cc = subprocess.run(["gcc", "-O2", "-g", "-fno-omit-frame-pointer",
+                         "-static", spin_c, "-o", spin],
+                        capture_output=True, text=True)
+    case("a static test program builds", cc.returncode == 0, cc.stderr)
+    if cc.returncode == 0:
+        p = subprocess.Popen([spin])
+        out_s = os.path.join(env.root, "rec_static")
+        rs = run("record", "-d", "2", "-p", p.pid, "-o", out_s, timeout=60)
+        p.wait()
+        got = folded(os.path.join(out_s, "latest.folded")) \
+            if rs.returncode == 0 else {}
+        on = {k: v for k, v in got.items() if ";[on-cpu];" in k}
+        roots = {k.split(";")[2] for k in on if "static_leaf" in k}
+        case("static binary: every on-CPU stack begins at the entry "
+             "point, nothing made up beyond it",
+             roots == {"__libc_start_call_main"} and
+             sum(v for k, v in on.items() if "main;static_leaf" in k) >=
+             0.9 * sum(on.values()), str(on))
 
     # --- render and merge ---
     src = os.path.join(out, "latest.folded")
