@@ -244,6 +244,7 @@ static void submit_self(void)
 	submit_derive("walk_failures", s.walk.failures);
 	submit_derive("threads_lost", s.acct.threads_lost);
 	submit_derive("threads_untracked", s.acct.threads_untracked);
+	submit_derive("groups_taken_over", s.acct.groups_taken_over);
 	submit_derive("read_errors", ctx.read_errors);
 	if (s.stacks)
 		submit_derive("weights_unowned", s.weights_unowned);

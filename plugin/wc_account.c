@@ -10,6 +10,15 @@
 
 #define NONE UINT32_MAX
 #define EVICT_AFTER_READS 5
+/* A name without a slot takes the slot of the quietest automatic group
+ * when it was more than TAKE_OVER times as busy (not asleep) in a read as
+ * that group has been on average, and busy for TAKE_MIN_NS at least; a
+ * group keeps a slot HOLD_READS reads at least, so series stay stable. */
+#define TAKE_OVER 2
+#define TAKE_MIN_NS 1000000ULL
+#define HOLD_READS 10
+#define SCORE_SHIFT 3 /* score: busy ns a read, averaged over ~8, x8 */
+#define TAKEN_LOGGED 10 /* then only counted */
 #define LOST_AFTER_READS 2
 #define LOST_LOGGED 10 /* then only counted */
 
@@ -56,6 +65,8 @@ struct group {
 	uint64_t cum_ns[WC_NSLOTS];
 	uint64_t cum_samples;
 	uint64_t serial; /* which life of the slot: counters restart per life */
+	uint64_t score;	 /* busy time a read, see SCORE_SHIFT */
+	uint32_t held_reads;
 };
 
 /* A slab of fixed-size entries with a free list; entries are scanned only
@@ -70,7 +81,7 @@ struct slab {
 
 struct waiting {
 	struct proc *p;
-	uint64_t wall_ns; /* of the whole name, on the first of a run */
+	uint64_t busy_ns; /* of the whole name, on the first of a run */
 };
 
 /* Where a thread id's thread was last found, by thread id modulo this:
@@ -440,14 +451,11 @@ static void classify(struct wc_account *a, struct proc *p)
 	}
 }
 
-static uint64_t wall_of(const struct proc *p)
+/* Time that is not sleep: what makes a group worth a slot. */
+static uint64_t busy_of(const uint64_t *d_ns)
 {
-	uint64_t sum = 0;
-	int k;
-
-	for (k = 0; k < WC_NSLOTS; k++)
-		sum += p->d_ns[k];
-	return sum;
+	return d_ns[WC_T_ONCPU] + d_ns[WC_T_RUNQ] + d_ns[WC_T_BLOCKED] +
+	       d_ns[WC_T_STEAL];
 }
 
 static int by_name(const void *x, const void *y)
@@ -457,15 +465,13 @@ static int by_name(const void *x, const void *y)
 	return strcmp(a->p->name, b->p->name);
 }
 
-static int by_wall_desc(const void *x, const void *y)
+static int by_busy_desc(const void *x, const void *y)
 {
 	const struct waiting *a = x, *b = y;
-	int c;
 
-	if (a->wall_ns != b->wall_ns)
-		return a->wall_ns < b->wall_ns ? 1 : -1;
-	c = strcmp(a->p->name, b->p->name);
-	return c;
+	if (a->busy_ns != b->busy_ns)
+		return a->busy_ns < b->busy_ns ? 1 : -1;
+	return strcmp(a->p->name, b->p->name);
 }
 
 static uint32_t free_auto_slot(struct wc_account *a)
@@ -491,7 +497,60 @@ static uint32_t open_group(struct wc_account *a, const char *name)
 	return g;
 }
 
-/* Give free slots to the waiting names with the most time this read. */
+/* The automatic group with the lowest score that has held its slot long
+ * enough to give it up. */
+static uint32_t quietest_group(const struct wc_account *a)
+{
+	uint32_t i, best = NONE;
+
+	for (i = a->other + 1; i < a->ngroups; i++) {
+		const struct group *g = &a->groups[i];
+
+		if (g->used && g->held_reads >= HOLD_READS &&
+		    (best == NONE || g->score < a->groups[best].score))
+			best = i;
+	}
+	return best;
+}
+
+/* Slot g goes to a busier name: its processes wait in "other". */
+static void take_over(struct wc_account *a, uint32_t g, const char *name)
+{
+	uint32_t k;
+
+	for (k = 0; k < a->pslab.hi; k++) {
+		struct proc *p = &a->procs[k];
+
+		if (p->key && p->state == P_GROUP && p->group == g)
+			p->state = P_WAITING;
+	}
+	if (a->stats.groups_taken_over++ < TAKEN_LOGGED)
+		wc_log(WC_LOG_INFO,
+		       "group %s gives its slot to %s, busier (MaxGroups "
+		       "reached; %s waits in \"other\")%s",
+		       a->groups[g].name, name, a->groups[g].name,
+		       a->stats.groups_taken_over == TAKEN_LOGGED
+			       ? "; further take-overs are only counted"
+			       : "");
+	a->groups[g].used = false;
+}
+
+/* The busiest waiting name w may take the quietest group's slot. */
+static void maybe_take_over(struct wc_account *a, const struct waiting *w)
+{
+	uint32_t g = quietest_group(a);
+
+	if (g == NONE || w->busy_ns < TAKE_MIN_NS ||
+	    (w->busy_ns << SCORE_SHIFT) <= TAKE_OVER * a->groups[g].score)
+		return;
+	take_over(a, g, w->p->name);
+	g = open_group(a, w->p->name);
+	if (g != NONE)
+		a->groups[g].score = w->busy_ns << SCORE_SHIFT;
+}
+
+/* Give free slots to the waiting names with the most busy time this
+ * read, and the quietest group's to the next if it is much busier. */
 static void place_waiting(struct wc_account *a)
 {
 	struct waiting *w = a->scratch;
@@ -510,17 +569,16 @@ static void place_waiting(struct wc_account *a)
 
 		for (j = i; j < n && strcmp(w[j].p->name, w[i].p->name) == 0;
 		     j++)
-			sum += wall_of(w[j].p);
-		w[runs++] = (struct waiting){.p = w[i].p, .wall_ns = sum};
+			sum += busy_of(w[j].p->d_ns);
+		w[runs++] = (struct waiting){.p = w[i].p, .busy_ns = sum};
 	}
 	/* ...rank the names, and admit as many as there are slots. */
-	qsort(w, runs, sizeof(*w), by_wall_desc);
-	for (i = 0; i < runs; i++) {
-		uint32_t g = open_group(a, w[i].p->name);
-
-		if (g == NONE)
+	qsort(w, runs, sizeof(*w), by_busy_desc);
+	for (i = 0; i < runs; i++)
+		if (open_group(a, w[i].p->name) == NONE)
 			break;
-	}
+	if (i < runs)
+		maybe_take_over(a, &w[i]);
 	for (k = 0; k < a->pslab.hi; k++) {
 		struct proc *p = &a->procs[k];
 		uint32_t g;
@@ -610,6 +668,8 @@ static void age_groups(struct wc_account *a)
 			g->cum_ns[k] += g->d_ns[k];
 		g->cum_samples += g->d_samples;
 		g->idle_reads = g->threads ? 0 : g->idle_reads + 1;
+		g->score += busy_of(g->d_ns) - (g->score >> SCORE_SHIFT);
+		g->held_reads++;
 		if (i > a->other && g->procs == 0 &&
 		    g->idle_reads >= EVICT_AFTER_READS)
 			g->used = false;

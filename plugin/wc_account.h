@@ -17,10 +17,14 @@
  * two reads and counted as lost.
  *
  * Automatic groups (one per process name) take a free slot when they first
- * appear, the busiest first; when all slots are taken the newcomers' time
- * goes to "other" until a slot frees up.  A slot frees once its group has
- * had no thread for five reads, so series stay stable while processes
- * churn.  Not thread-safe: one caller at a time.
+ * appear, the busiest first (busy: any time but sleep); when all slots are
+ * taken the newcomers' time goes to "other" until a slot frees up.  A
+ * slot frees once its group has had no thread for five reads, or goes to
+ * a name waiting for one that is much busier than the quietest group has
+ * been (see TAKE_OVER), at most one a read and never from a group that
+ * got its slot less than ten reads ago, so series stay stable while
+ * processes churn and idle processes cannot keep a busy one out.  Not
+ * thread-safe: one caller at a time.
  */
 #ifndef WC_ACCOUNT_H
 #define WC_ACCOUNT_H
@@ -59,6 +63,7 @@ struct wc_account_stats {
 	uint32_t processes;   /* processes tracked now */
 	uint32_t groups;      /* groups dispatched */
 	uint32_t waiting;     /* processes in "other" for want of a slot */
+	uint64_t groups_taken_over; /* slots given to a busier name */
 };
 
 int wc_account_new(const struct wc_account_opts *opts, struct wc_account **out);

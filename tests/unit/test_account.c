@@ -605,6 +605,61 @@ static void test_max_groups(void)
 	fix_free(&f);
 }
 
+/* A single-threaded process that has run on_ms and slept sleep_ms. */
+static struct wc_task_rec timed(uint32_t id, const char *comm, uint64_t on_ms,
+				uint64_t sleep_ms)
+{
+	struct wc_task_rec r = {
+		.id = id, .tid = id, .tgid = id, .leader_start_ns = id * 1000ULL};
+
+	r.time_ns[WC_T_ONCPU] = on_ms * 1000000ULL;
+	r.time_ns[WC_T_SLEEP] = sleep_ms * 1000000ULL;
+	memcpy(r.leader_comm, comm, strnlen(comm, WC_COMM_LEN));
+	return r;
+}
+
+/*
+ * Idle processes that took every slot first give one up to a busy
+ * service that came later (the review's 55 sleeps against a root service
+ * burning CPU), but only after holding it ten reads, one slot a read, and
+ * only to a name much busier than the group it displaces: series do not
+ * flap between groups of similar weight.
+ */
+static void test_busy_takes_slot(void)
+{
+	struct fix f;
+	uint64_t n;
+
+	if (!fix_new(&f, 1024, 2))
+		return;
+	for (n = 1; n <= 4; n++)
+		READ(&f, timed(1, "sleepa", 0, 1000 * n),
+		     timed(2, "sleepb", 0, 1000 * n));
+	for (n = 5; n <= 10; n++)
+		READ(&f, timed(1, "sleepa", 0, 1000 * n),
+		     timed(2, "sleepb", 0, 1000 * n),
+		     timed(3, "svc", 100 * n, 900 * n));
+	ABSENT(&f, "svc");
+	CHECK(stats(&f).groups_taken_over == 0 && stats(&f).waiting == 1);
+	READ(&f, timed(1, "sleepa", 0, 11000), timed(2, "sleepb", 0, 11000),
+	     timed(3, "svc", 1100, 9900));
+	CHECK(group(&f, "svc") != NULL);
+	CHECK(!group(&f, "sleepa") != !group(&f, "sleepb"));
+	CHECK(stats(&f).groups_taken_over == 1 && stats(&f).waiting == 1);
+	/* a second busy name takes the other idle slot, then nothing moves:
+	 * 60 ms a read is not twice 100, and idle names never win */
+	for (n = 12; n <= 40; n++)
+		READ(&f, timed(1, "sleepa", 0, 1000 * n),
+		     timed(2, "sleepb", 0, 1000 * n),
+		     timed(3, "svc", 100 * n, 900 * n),
+		     timed(4, "busy2", 60 * (n - 11), 940 * (n - 11)));
+	CHECK(group(&f, "svc") && group(&f, "busy2"));
+	ABSENT(&f, "sleepa");
+	ABSENT(&f, "sleepb");
+	CHECK(stats(&f).groups_taken_over == 2 && stats(&f).waiting == 2);
+	fix_free(&f);
+}
+
 /* Process "nginx", ProcessMatch "jvm" (the reader fails, so the regex
  * sees the comm), and Unmatched as asked. */
 static bool fix_selections(struct fix *f, bool drop)
@@ -725,6 +780,7 @@ int main(void)
 	RUN(test_table_bound_processes);
 	RUN(test_churn);
 	RUN(test_max_groups);
+	RUN(test_busy_takes_slot);
 	RUN(test_explicit_selections);
 	RUN(test_explicit_selections_drop);
 	RUN(test_explicit_dispatched_idle);
