@@ -347,7 +347,8 @@ void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
 	wc_idmap_prefetch(&a->tgids, tgid);
 }
 
-void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
+static void record(struct wc_account *a, const struct wc_task_rec *r,
+		   bool late)
 {
 	bool exited = r->flags & WC_REC_EXITED;
 	struct thread *t = thread_of(a, r);
@@ -370,7 +371,10 @@ void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 		}
 	}
 	add_delta(a, p, r, t);
-	if (!t || t->seen_gen != a->gen)
+	/* a late record counts in the next read, whose begin must not free
+	 * its process */
+	p->dead = false;
+	if (!t || t->seen_gen != a->gen || late)
 		p->threads_seen++;
 	if (memcmp(p->comm, r->leader_comm, WC_COMM_LEN) != 0) {
 		/* exec or a rename: decide the group again */
@@ -387,6 +391,17 @@ void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
 		return;
 	}
 	t->seen_gen = a->gen;
+}
+
+void wc_account_record(struct wc_account *a, const struct wc_task_rec *r)
+{
+	record(a, r, false);
+}
+
+void wc_account_record_late(struct wc_account *a, const struct wc_task_rec *r)
+{
+	if (r->flags & WC_REC_EXITED)
+		record(a, r, true);
 }
 
 static void sweep_threads(struct wc_account *a)

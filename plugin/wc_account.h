@@ -77,6 +77,10 @@ void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
 
 void wc_account_begin(struct wc_account *a);
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
+/* A final record taken between reads (the exit ring is drained more often
+ * than reads come, so that it does not fill): counted in the next read,
+ * as if it came in it.  Only final records: a live one is ignored. */
+void wc_account_record_late(struct wc_account *a, const struct wc_task_rec *r);
 /* Start fetching what recording r will look at: a batch of records goes
  * faster prefetched all first. */
 void wc_account_prefetch(const struct wc_account *a,

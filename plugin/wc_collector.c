@@ -52,7 +52,9 @@ struct wc_collector {
 	unsigned int nperf;
 	struct ring_buffer *exit_ring;
 	unsigned long ring_bytes;
-	unsigned long ring_drained; /* bytes the last poll found in the ring */
+	unsigned long ring_drained; /* bytes this drain of the ring found */
+	unsigned long ring_peak;    /* the most a drain found since a poll */
+	unsigned long ring_fill;    /* ring_peak as of the last poll */
 	int ncpus_possible;
 	/* valid during a poll only */
 	wc_rec_fn fn;
@@ -531,6 +533,17 @@ static int run_iterator(struct wc_collector *c, char *err, size_t errlen)
 	return 0;
 }
 
+static int consume_exits(struct wc_collector *c)
+{
+	int rc;
+
+	c->ring_drained = 0;
+	rc = ring_buffer__consume(c->exit_ring);
+	if (c->ring_drained > c->ring_peak)
+		c->ring_peak = c->ring_drained;
+	return rc;
+}
+
 /* The open-coded walk where it works and knows where the threads are,
  * else (a first read, an older kernel, a failed walk) the iterator. */
 static int walk(struct wc_collector *c, char *err, size_t errlen)
@@ -563,8 +576,24 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	/* Live threads first: a thread dying meanwhile then has its final
 	 * record after its last live one, never before. */
 	rc = walk(c, err, errlen);
-	c->ring_drained = 0;
-	if (ring_buffer__consume(c->exit_ring) < 0 && rc == 0)
+	if (consume_exits(c) < 0 && rc == 0)
+		rc = wc_err(err, errlen, "draining the exit ring: %s",
+			    strerror(errno));
+	c->ring_fill = c->ring_peak;
+	c->ring_peak = 0;
+	c->fn = NULL;
+	c->arg = NULL;
+	return rc;
+}
+
+int wc_collector_drain_exits(struct wc_collector *c, wc_rec_fn fn, void *arg,
+			     char *err, size_t errlen)
+{
+	int rc = 0;
+
+	c->fn = fn;
+	c->arg = arg;
+	if (consume_exits(c) < 0)
 		rc = wc_err(err, errlen, "draining the exit ring: %s",
 			    strerror(errno));
 	c->fn = NULL;
@@ -755,7 +784,7 @@ void wc_collector_counters(const struct wc_collector *c,
 
 double wc_collector_exit_ring_fill(const struct wc_collector *c)
 {
-	return c->ring_bytes ? (double)c->ring_drained / c->ring_bytes : 0;
+	return c->ring_bytes ? (double)c->ring_fill / c->ring_bytes : 0;
 }
 
 void wc_collector_walk_stats(const struct wc_collector *c,

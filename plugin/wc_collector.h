@@ -48,6 +48,10 @@ int wc_collector_open(const struct wc_collector_opts *opts,
 typedef wc_walk_fn wc_rec_fn;
 int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen);
+/* Only the exit ring's final records, between polls, so that the ring
+ * never has to hold a whole interval's exits. */
+int wc_collector_drain_exits(struct wc_collector *c, wc_rec_fn fn, void *arg,
+			     char *err, size_t errlen);
 
 /*
  * Stacks: drain_stacks hands over every (process, kind, stacks) weight
@@ -86,8 +90,9 @@ void wc_collector_new_window(struct wc_collector *c);
 void wc_collector_counters(const struct wc_collector *c,
 			   struct wc_counters *sum);
 
-/* How full the exit ring was when the last poll drained it (0..1): near 1
- * means exits are about to be dropped (raise ExitBufferKiB). */
+/* How full the exit ring was at its fullest drain up to the last poll
+ * (0..1): near 1 means exits are about to be dropped (raise
+ * ExitBufferKiB). */
 double wc_collector_exit_ring_fill(const struct wc_collector *c);
 
 struct btf;

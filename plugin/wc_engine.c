@@ -27,6 +27,14 @@
 #define DRAIN_SYM_MS 50
 #define FLUSH_SYM_MS 1000
 
+/* A counter of what a bound cost, and when it was last said. */
+struct limit {
+	uint64_t said;	  /* the count when last said */
+	uint64_t said_ns; /* 0: never */
+};
+
+#define LIMIT_SAY_NS (60 * 1000000000ULL)
+
 struct wc_engine {
 	const struct wc_config *cfg;
 	struct wc_selector selector;
@@ -45,6 +53,8 @@ struct wc_engine {
 	struct deferred *deferred;
 	uint32_t ndeferred, max_deferred;
 	bool between_reads;
+	/* limits hit, said at most once a minute each (see report_limits) */
+	struct limit exits_dropped, untracked, stacks_full;
 };
 
 struct deferred {
@@ -179,6 +189,59 @@ int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen)
 	return rc;
 }
 
+static void on_late_records(void *arg, const struct wc_task_rec *recs,
+			    size_t n)
+{
+	struct wc_engine *e = arg;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		wc_account_record_late(e->account, &recs[i]);
+}
+
+int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen)
+{
+	return wc_collector_drain_exits(e->collector, on_late_records, e, err,
+					errlen);
+}
+
+/* What a limit cost since it was last said, if a minute has passed. */
+static void say_limit(struct limit *l, uint64_t count, uint64_t now,
+		      const char *what, const char *why)
+{
+	if (count == l->said || (l->said_ns && now - l->said_ns < LIMIT_SAY_NS))
+		return;
+	wc_log(WC_LOG_WARN, "%llu %s%s: %s",
+	       (unsigned long long)(count - l->said), what,
+	       l->said_ns ? " in the last minute or so" : "", why);
+	l->said = count;
+	l->said_ns = now;
+}
+
+static void report_limits(struct wc_engine *e, uint64_t now)
+{
+	struct wc_account_stats a;
+	struct wc_counters c;
+
+	wc_collector_counters(e->collector, &c);
+	wc_account_stats(e->account, &a);
+	say_limit(&e->exits_dropped, c.v[WC_CNT_EXITS_DROPPED], now,
+		  "final records of exited threads dropped",
+		  "the exit ring was full (raise ExitBufferKiB); their last "
+		  "moments are lost, counted in exits_dropped and "
+		  "threads_lost");
+	say_limit(&e->untracked, a.threads_untracked, now,
+		  "threads or processes not counted",
+		  "MaxThreads was reached (raise it); counted in "
+		  "threads_untracked");
+	if (e->stacks)
+		say_limit(&e->stacks_full, c.v[WC_CNT_STACKS_FULL], now,
+			  "stacks dropped",
+			  "the kernel's stack table was full (raise "
+			  "StackStorage); their time is under [stack table "
+			  "full], counted in stacks_full");
+}
+
 /* Weights deferred since the last read, now that it knows who was born. */
 static void place_deferred(struct wc_engine *e)
 {
@@ -207,6 +270,7 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	/* it named the stacks parked by waits under way */
 	if (rc == 0 && start > e->let_go_ns)
 		e->walked = true;
+	report_limits(e, start);
 	e->read_ns = mono_ns() - start;
 	return rc;
 }

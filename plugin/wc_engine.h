@@ -53,6 +53,12 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
  * here. */
 int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen);
 
+/* As often as exits may come: take the final records of threads that died
+ * out of the kernel's ring (counted at the next read), so the ring holds
+ * the exits of a fraction of a second, not of a whole read interval.
+ * Serialised like the rest. */
+int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen);
+
 /* After a read: if FlushInterval has passed since the last flush (or the
  * open), drain one last time and write the window's stacks to the spool.
  * 1 if it flushed, 0 if not due, -1 if the drain failed (err says why; a

@@ -260,19 +260,29 @@ static void *short_lived(void *arg)
 }
 
 /* Threads that live a moment each: exits the profiler must not lose. */
+static unsigned long long churned; /* threads the churner made */
+
+/* PER_SEC threads a second, paced by count (a sleep a thread could not
+ * reach 10,000 a second): as many as are due, then a millisecond off. */
 static void *churner(void *arg)
 {
-	uint64_t start = now_ns();
-	uint64_t gap = 1000000000ULL / (uint64_t)opt.churn_per_sec;
+	uint64_t start = now_ns(), now;
 
 	(void)arg;
 	pthread_barrier_wait(&started);
-	while (now_ns() < deadline_ns) {
-		pthread_t t;
+	while ((now = now_ns()) < deadline_ns) {
+		unsigned long long due = (now - start) *
+					 (uint64_t)opt.churn_per_sec /
+					 1000000000ULL;
 
-		if (pthread_create(&t, NULL, short_lived, NULL) == 0)
+		for (; churned < due; churned++) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, short_lived, NULL) != 0)
+				break;
 			pthread_join(t, NULL);
-		sleep_a_while(gap);
+		}
+		sleep_a_while(1000000);
 	}
 	record("churn", start);
 	return NULL;
@@ -370,6 +380,7 @@ static void write_report(uint64_t start)
 	}
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(f, "pid %d\n", getpid());
+	fprintf(f, "churned %llu\n", churned);
 	fprintf(f, "rusage_ns %llu\n",
 		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
 				1000000000ULL +
