@@ -257,6 +257,7 @@ static void submit_self(void)
 	submit_gauge("groups", s.acct.groups);
 	submit_gauge("processes_waiting", s.acct.waiting);
 	submit_gauge("cpus", s.ncpus);
+	submit_gauge("capabilities_missing", s.caps_missing);
 	submit("", "percent", "exit_ring_fill",
 	       (value_t){.gauge = 100.0 * s.exit_ring_fill});
 	submit("", "percent", "table_fill",

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 
 #include "wc_engine.h"
+#include "wc_caps.h"
 #include "wc_log.h"
 #include "wc_select.h"
 
@@ -55,6 +56,7 @@ struct wc_engine {
 	bool between_reads;
 	/* limits hit, said at most once a minute each (see report_limits) */
 	struct limit exits_dropped, untracked, stacks_full;
+	unsigned caps_missing;
 };
 
 struct deferred {
@@ -368,6 +370,20 @@ static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
 	return 0;
 }
 
+/* What the frames will lack for want of a capability, said once. */
+static void say_caps(struct wc_engine *e)
+{
+	char what[1024];
+
+	e->caps_missing = wc_caps_missing(e->stacks != NULL, what,
+					  sizeof(what));
+	if (e->caps_missing)
+		wc_log(WC_LOG_WARN,
+		       "stacks will be less complete: %s (capabilities_missing "
+		       "counts them)",
+		       what);
+}
+
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen)
 {
@@ -410,6 +426,7 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		wc_engine_close(e);
 		return -1;
 	}
+	say_caps(e);
 	/* what the baseline drain took happened before the counters'
 	 * baseline: not part of the first window */
 	if (e->stacks)
@@ -438,6 +455,7 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 					   : out->acct.processes) /
 			  e->cfg->max_threads;
 	out->ncpus = wc_collector_ncpus(e->collector);
+	out->caps_missing = e->caps_missing;
 	wc_collector_walk_stats(e->collector, &out->walk);
 	out->stacks = e->stacks != NULL;
 	if (!e->stacks)

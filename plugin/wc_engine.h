@@ -28,6 +28,7 @@ struct wc_self_stats {
 	double exit_ring_fill; /* 0..1, when the last read drained it */
 	double table_fill;     /* 0..1: tracked threads / MaxThreads */
 	unsigned int ncpus;    /* CPUs sampled */
+	unsigned int caps_missing; /* of those stacks use (wc_caps.h) */
 	struct wc_walk_stats walk;
 	bool stacks;	       /* the rest is about stacks, if on */
 	struct wc_stacks_stats window;

@@ -26,7 +26,8 @@ SELF_METRICS = [
     "derive-switches_charged", "derive-walk_runs",
     "derive-walk_refills", "derive-walk_failures", "derive-read_errors",
     "gauge-threads", "gauge-processes", "gauge-groups",
-    "gauge-processes_waiting", "gauge-cpus", "percent-exit_ring_fill",
+    "gauge-processes_waiting", "gauge-cpus", "gauge-capabilities_missing",
+    "percent-exit_ring_fill",
     "percent-table_fill", "duration-read",
     # with Stacks true (the default)
     "derive-stacks_full", "derive-stack_counts_full", "derive-stack_errors",

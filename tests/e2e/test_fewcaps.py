@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""collectd with exactly CAP_BPF and CAP_PERFMON: what the README says is
+enough to profile.  It profiles; what the stacks lose for want of the
+other capabilities is said once, naming each capability and what it would
+restore, and counted in capabilities_missing; nothing fails or crashes,
+and the time is all in the stack files, under frames that say they are
+unknown.
+"""
+import glob
+import os
+
+from wctest import (Env, case, done, require_built, wait_until)
+
+KEEP = "--bounding-set=-all,+bpf,+perfmon"
+CAP_BITS = {"bpf": 39, "perfmon": 38, "sys_ptrace": 19, "sys_admin": 21,
+            "dac_read_search": 2, "checkpoint_restore": 40}
+
+require_built()
+with Env("fewcaps") as env:
+    w = env.workload("wcw_few", "--spin", "1", "--seconds", "30")
+    cd = env.collectd(interval=1, plugin_conf="FlushInterval 3",
+                      prefix=["setpriv", KEEP, "--inh-caps=-all"])
+    cd.start()
+    with open(f"/proc/{cd.pid}/status") as f:
+        eff = int(next(ln for ln in f if ln.startswith("CapEff:")).split()[1],
+                  16)
+    held = sorted(n for n, b in CAP_BITS.items() if eff >> b & 1)
+    case("collectd runs with CAP_BPF and CAP_PERFMON only",
+         held == ["bpf", "perfmon"], f"{held} (CapEff {eff:x})")
+    ok = cd.wait_rows("wcw_few", "wallclock_us", "oncpu", 3, 10)
+    case("it profiles: the workload's values flow", ok)
+    missing = cd.csv("", "gauge", "capabilities_missing")
+    case("capabilities_missing counts what the stacks lack",
+         missing and missing[-1][1] >= 3, str(missing[-1:]))
+    said = [ln for ln in cd.log().splitlines()
+            if "stacks will be less complete" in ln]
+    case("it says once what is degraded and which capability restores it",
+         len(said) == 1 and all(c in said[0] for c in (
+             "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH",
+             "CAP_CHECKPOINT_RESTORE")), "\n".join(said))
+    got = wait_until(lambda: glob.glob(os.path.join(cd.spool,
+                                                    "wallclock-*.folded")), 10)
+    text = ""
+    for path in glob.glob(os.path.join(cd.spool, "wallclock-*.folded")):
+        with open(path) as f:
+            text += f.read()
+    case("stack files are written", got and text, str(got))
+    # the helper reads processes as user nobody: without CAP_SYS_PTRACE
+    # no process's maps, so the time is all there, its frames unnamed
+    few = [ln for ln in text.splitlines() if ln.startswith("wcw_few;")]
+    case("the workload's time is in the files, its user frames [unknown]",
+         any(";[on-cpu];[unknown]" in ln for ln in few) and
+         not any("burn_cpu" in ln for ln in few), "\n".join(few)[:2000])
+    bad = cd.wallclock_errors(("error",))
+    case("no errors from the plugin", not bad, "\n".join(bad))
+    case("collectd exits cleanly", cd.stop() == 0)
+    w.kill()
+done()
