@@ -83,9 +83,12 @@ long wc_perfmap_load(int fd, uint64_t file_size, struct wc_symtab *t,
 	if (wc_lines_open(&r, fd, LINE_BYTES, bytes))
 		return -1;
 	while ((line = wc_lines_next(&r, &len))) {
+		/* we came in mid-line: that line is not whole, unless the
+		 * reader already dropped it for its length */
 		if (partial) {
-			partial = false; /* we came in mid-line */
-			continue;
+			partial = false;
+			if (r.skipped == 0)
+				continue;
 		}
 		if (wc_perfmap_parse_line(line, len, &start, &size, &name,
 					  &namelen)) {

@@ -12,6 +12,8 @@ collectd that profiles the host as root, tried for real:
 4. a copy of a root-owned program, one function renamed, its build-id kept:
    the root program's frames keep their real names;
 5. a perf map that grows by 10 GB a second;
+5b. a FIFO where a perf map goes, and a 300 MB perf map ending in a
+   megabyte-long name and binary garbage after its one good line;
 6. 20 processes with 64,000 mappings each, half of them executable;
 7. a mapped file whose reads never return (a FUSE server that hangs, as a
    root-mounted allow_other one can): the symbolizer's helper is stopped
@@ -389,6 +391,65 @@ def growing_perf_map():
         check_stop(cd, "grow")
 
 
+def hostile_perf_maps():
+    """A FIFO where a JIT's perf map goes, and a 300 MB map whose tail has
+    a megabyte-long name and binary garbage after its one good line."""
+    with Env("sec-maps") as env:
+        d = nobody_dir(env, "hmaps")
+        cd = start_collectd(env)
+        since = time.time()
+        rss0 = int(open(f"/proc/{cd.pid}/status").read()
+                   .split("VmRSS:")[1].split()[0])
+        fifo = spawn(as_nobody([os.path.join(d, "hostile"), "--jit",
+                                f"{JIT_ADDR:x}", "--name", "hfifo"]))
+        fifo_map = f"/tmp/perf-{fifo.pid}.map"
+        subprocess.run(as_nobody(["mkfifo", fifo_map]), check=True)
+        big = spawn(as_nobody([os.path.join(d, "hostile"), "--jit",
+                               f"{JIT_ADDR:x}", "--name", "hbig"]))
+        big_map = f"/tmp/perf-{big.pid}.map"
+        for m in (fifo_map, big_map):
+            wctest._cleanups.append(lambda m=m: os.path.lexists(m) and
+                                    os.unlink(m))
+        # written aside and renamed into place, nobody's from the start:
+        # a map seen with the wrong owner stays refused while unchanged
+        tmp_map = f"/tmp/.wc-perf-{big.pid}.tmp"
+        with open(tmp_map, "wb") as f:
+            f.truncate(300 << 20)  # NULs, no newline: one endless line
+            f.seek(300 << 20)
+            f.write(f"\n{JIT_ADDR:x} 10000 hjit_good\n".encode())
+            f.write(f"{JIT_ADDR:x} 10000 ".encode() + b"N" * (1 << 20) +
+                    b"\n")
+            f.write(os.urandom(64 << 10).replace(b"\n", b"") + b"\n")
+            f.write(b"\xff\xfe\x00\x01 zz \x80\n" * 1000)
+        os.chown(tmp_map, NOBODY, NOBODY)
+        os.chmod(tmp_map, 0o644)
+        os.rename(tmp_map, big_map)
+        good = wait_group(cd, "hbig", pred=lambda fr: "hjit_good" in fr)
+        wait_group(cd, "hfifo")
+        time.sleep(3 * FLUSH)
+        text = spool_text(cd)
+        rss1 = int(open(f"/proc/{cd.pid}/status").read()
+                   .split("VmRSS:")[1].split()[0])
+        print(f"# perf maps: collectd's RSS {rss0 / 1024:.1f} -> "
+              f"{rss1 / 1024:.1f} MiB with a 300 MB map and a FIFO")
+        case("perf maps: of a 300 MB map the tail is read, its good line "
+             "names the JIT code", good,
+             str(folded_lines(cd, "hbig")[:3]))
+        case("perf maps: the megabyte-long name and the binary lines name "
+             "nothing", "NNNNNNNN" not in text and
+             not any("\ufffd" in ln or "\x00" in ln
+                     for ln in text.splitlines()), "")
+        case("perf maps: the FIFO is refused, not waited on, and counted",
+             wait_group(cd, "hfifo") and
+             self_counter(cd, "symbol_files_refused") >= 1,
+             str(self_counter(cd, "symbol_files_refused")))
+        case("perf maps: collectd's RSS grows by under 16 MiB",
+             rss1 - rss0 < 16 << 10, f"{rss0} -> {rss1} KiB")
+        check_dispatch(cd, since, "perf maps")
+        check_bounded(cd, since, "perf maps")
+        check_stop(cd, "perf maps")
+
+
 # --- 6 ----------------------------------------------------------------------
 
 def cpu_seconds(pid, children=True):
@@ -492,8 +553,8 @@ if not os.path.exists(HOSTILE):
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ONLY = os.environ.get("CHECK_ONLY")
 for test in (leak_through_symlink, kmsg_in_namespace, debuglink_to_kmsg,
-             forged_build_id, growing_perf_map, many_mappings,
-             fuse_that_hangs):
+             forged_build_id, growing_perf_map, hostile_perf_maps,
+             many_mappings, fuse_that_hangs):
     if not ONLY or ONLY == test.__name__:
         test()
 done()

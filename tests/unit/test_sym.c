@@ -1005,6 +1005,44 @@ static void test_perf_map_bound(void)
 	unlink(path);
 }
 
+/*
+ * A map bigger than the table's budget is read from its tail, whose first
+ * line is cut and skipped.  When that line was longer than the reader's
+ * buffer (a hostile map's megabytes of NULs or a megabyte-long name), the
+ * reader drops it itself, and the next line, whole, is kept: a review's
+ * 300 MB map lost its one good line to that.
+ */
+static void test_perf_map_tail_after_overlong(void)
+{
+	char path[PATH_MAX], *junk;
+	size_t big = 6u << 20;
+	struct wc_symtab t;
+	uint64_t bad = 0;
+	FILE *f;
+	int fd;
+
+	NEED_FIXTURES();
+	fmt(path, sizeof(path), "%s/huge.map", fxdir);
+	junk = calloc(1, big);
+	f = fopen(path, "w");
+	CHECK(f && junk);
+	if (!f || !junk) {
+		free(junk);
+		return;
+	}
+	fwrite(junk, 1, big, f); /* NULs, no newline */
+	fputs("\n4000 10 good_one\nzz binary \x01\x02\n", f);
+	fclose(f);
+	free(junk);
+	fd = open(path, O_RDONLY);
+	/* a 1 MiB budget reads the last 512 KiB: inside the NULs */
+	wc_symtab_init(&t, 1 << 20, 1);
+	CHECK(wc_perfmap_load(fd, big + 31, &t, &bad) == 1);
+	CHECK(wc_symtab_find(&t, 0x4004) != NULL);
+	wc_symtab_free(&t);
+	unlink(path);
+}
+
 /* Rename a fixture's perf map aside; put it back (or not) as the test
  * says, then make the symbolizer read it again. */
 static void refresh(struct wc_sym *s, pid_t pid)
@@ -2209,6 +2247,7 @@ int main(void)
 	RUN(test_perf_map);
 	RUN(test_open_rules);
 	RUN(test_perf_map_bound);
+	RUN(test_perf_map_tail_after_overlong);
 	RUN(test_perf_map_rules);
 	RUN(test_debug_file_rules);
 	RUN(test_forged_build_id);
