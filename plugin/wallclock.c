@@ -283,9 +283,10 @@ static int wc_read_cb(user_data_t *ud)
 
 	(void)ud;
 	pthread_mutex_lock(&ctx.lock);
-	ctx.read_time = cdtime();
 	if (wc_engine_read(ctx.engine, err, sizeof(err)))
 		read_failed(err);
+	/* stamped when the counters were read, not when the read began */
+	ctx.read_time = NS_TO_CDTIME_T(wc_engine_read_at(ctx.engine));
 	wc_engine_foreach_group(ctx.engine, submit_group, NULL);
 	/* after the dispatch, so a file's totals are the values just sent */
 	if (wc_engine_maybe_flush(ctx.engine, (time_t)(ctx.read_time >> 30),

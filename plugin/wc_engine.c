@@ -42,6 +42,7 @@ struct wc_engine {
 	struct wc_collector *collector;
 	struct wc_account *account;
 	uint64_t read_ns;
+	uint64_t read_at_ns; /* CLOCK_REALTIME, see wc_engine_read_at */
 	struct wc_stacks *stacks; /* NULL when stacks are off */
 	struct wc_flush *flush;
 	time_t next_flush;
@@ -254,13 +255,25 @@ static void place_deferred(struct wc_engine *e)
 	e->ndeferred = 0;
 }
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = mono_ns(), at = real_ns();
 	int rc;
 
 	wc_account_begin(e->account);
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
+	/* the kernel's counters were read between the two: on a busy host
+	 * the read thread may wait tens of milliseconds for a CPU before or
+	 * during the walk, which a stamp taken before it would not see */
+	e->read_at_ns = at + (real_ns() - at) / 2;
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group; the values are not sent
@@ -441,6 +454,11 @@ void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
 			     void *arg)
 {
 	wc_account_foreach(e->account, fn, arg);
+}
+
+uint64_t wc_engine_read_at(const struct wc_engine *e)
+{
+	return e->read_at_ns;
 }
 
 void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)

@@ -46,6 +46,9 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 /* Bring every group's counters up to now.  Stacks are gathered by the
  * drains, not here. */
 int wc_engine_read(struct wc_engine *e, char *err, size_t errlen);
+/* When the last read took the kernel's counters (CLOCK_REALTIME ns, the
+ * middle of its walk): the time its values are true at. */
+uint64_t wc_engine_read_at(const struct wc_engine *e);
 
 /* Every second or so: empty the kernel's stack tables into the window, so
  * they need room for that long, not for a whole read interval.  Weights
