@@ -297,28 +297,33 @@ static int wc_read_cb(user_data_t *ud)
 	return 0;
 }
 
+/* What a drain between reads empties: the stack tables or the exit ring. */
+struct drain {
+	int (*fn)(struct wc_engine *e, char *err, size_t errlen);
+};
+
+static const struct drain drain_stacks = {wc_engine_drain};
+static const struct drain drain_exits = {wc_engine_drain_exits};
+
 static int wc_drain_cb(user_data_t *ud)
 {
+	const struct drain *d = ud->data;
 	char err[512];
 
-	(void)ud;
 	pthread_mutex_lock(&ctx.lock);
-	if (wc_engine_drain(ctx.engine, err, sizeof(err)))
+	if (d->fn(ctx.engine, err, sizeof(err)))
 		read_failed(err);
 	pthread_mutex_unlock(&ctx.lock);
 	return 0;
 }
 
-static int wc_exits_cb(user_data_t *ud)
+static int register_drain(const char *name, const struct drain *d,
+			  double every)
 {
-	char err[512];
+	user_data_t ud = {.data = (void *)d};
 
-	(void)ud;
-	pthread_mutex_lock(&ctx.lock);
-	if (wc_engine_drain_exits(ctx.engine, err, sizeof(err)))
-		read_failed(err);
-	pthread_mutex_unlock(&ctx.lock);
-	return 0;
+	return plugin_register_complex_read(NULL, name, wc_drain_cb,
+					    DOUBLE_TO_CDTIME_T(every), &ud);
 }
 
 static int wc_init_cb(void)
@@ -348,13 +353,10 @@ static int wc_init_cb(void)
 		     ctx.cfg.min_block_us, ctx.cfg.top_stacks,
 		     ctx.cfg.spool_dir, ctx.cfg.flush_interval_s);
 	if (ctx.cfg.stacks &&
-	    plugin_register_complex_read(NULL, PLUGIN "_drain", wc_drain_cb,
-					 DOUBLE_TO_CDTIME_T(DRAIN_EVERY),
-					 NULL))
+	    register_drain(PLUGIN "_drain", &drain_stacks, DRAIN_EVERY))
 		WARNING(PLUGIN " plugin: no drain between reads: the stack "
 			       "tables must hold a whole Interval");
-	if (plugin_register_complex_read(NULL, PLUGIN "_exits", wc_exits_cb,
-					 DOUBLE_TO_CDTIME_T(EXITS_EVERY), NULL))
+	if (register_drain(PLUGIN "_exits", &drain_exits, EXITS_EVERY))
 		WARNING(PLUGIN " plugin: no exit drain between reads: the exit "
 			       "ring must hold a whole Interval's exits");
 	return plugin_register_complex_read(NULL, PLUGIN, wc_read_cb, 0, NULL);
