@@ -70,8 +70,10 @@ replay() {
 fuzz() {
 	local t=$1 log=$out/fuzz_$1.log
 	mkdir -p "$out/corpus/$t" "$out/findings/$t"
-	# -timeout: an input that takes a second is a finding too
-	"$out/fuzz_$t" -max_total_time="$seconds" -runs="$runs" -timeout=1 \
+	# -timeout: an input that takes 10 s is a finding too (what the
+	# targets run takes microseconds; a busy host can stall one for a
+	# second, which is not the code's doing)
+	"$out/fuzz_$t" -max_total_time="$seconds" -runs="$runs" -timeout=10 \
 		-rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
 		-artifact_prefix="$out/findings/$t/" \
 		"$out/corpus/$t" "$SRC/tests/fuzz/corpus/$t" >"$log" 2>&1
