@@ -143,6 +143,9 @@ struct wc_task {
 	__u64 owed_kstack;
 	__u32 owed_kind;
 	__u32 pad2;
+	/* the sum of time_ns as the last walk read it (0: never walked): a
+	 * final record lost to a full ring takes the rest along, counted */
+	__u64 walked_ns;
 };
 _Static_assert(__builtin_offsetof(struct wc_task, places) == 2 * 64 - 8,
 	       "the walk's fields fill the entry's first two cache lines");
@@ -172,6 +175,7 @@ struct {
 struct last_sample {
 	__u64 count;
 	__u64 id;
+	__u64 exec_ns; /* that thread's run time then */
 };
 
 struct {
@@ -786,8 +790,10 @@ static __always_inline void fill_identity(struct wc_task_rec *r,
 	__builtin_memcpy(r->leader_comm, leader->comm, sizeof(r->leader_comm));
 }
 
-/* A final record, identity filled in; NULL (counted) if the ring is full. */
-static __always_inline struct wc_task_rec *exit_rec(struct task_struct *task)
+/* A final record, identity filled in; NULL (counted, with the time
+ * unreported, lost) if the ring is full. */
+static __always_inline struct wc_task_rec *exit_rec(struct task_struct *task,
+						    __u64 lost_ns)
 {
 	struct wc_task_rec *r;
 
@@ -795,6 +801,7 @@ static __always_inline struct wc_task_rec *exit_rec(struct task_struct *task)
 	r = bpf_ringbuf_reserve(&exits, sizeof(*r), 0);
 	if (!r) {
 		count(WC_CNT_EXITS_DROPPED);
+		count_n(WC_CNT_EXITS_DROPPED_NS, lost_ns);
 		return NULL;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
@@ -804,12 +811,24 @@ static __always_inline struct wc_task_rec *exit_rec(struct task_struct *task)
 	return r;
 }
 
+static __always_inline __u64 sum_slots(const __u64 *time_ns)
+{
+	__u64 sum = 0;
+	int i;
+
+	for (i = 0; i < WC_NSLOTS; i++)
+		sum += time_ns[i];
+	return sum;
+}
+
 static __always_inline void emit_exit(struct task_struct *task,
 				      struct wc_task *t)
 {
-	struct wc_task_rec *r = exit_rec(task);
+	__u64 sum = sum_slots(t->time_ns), walked = t->walked_ns;
+	struct wc_task_rec *r;
 	int i;
 
+	r = exit_rec(task, sum > walked ? sum - walked : 0);
 	if (!r)
 		return;
 	r->id = t->id;
@@ -833,10 +852,10 @@ static __always_inline void emit_first_exit(struct task_struct *task,
 	if (!load_mono_ns || task->start_time < load_mono_ns ||
 	    arrived > now)
 		return;
-	r = exit_rec(task);
+	stint = now - arrived;
+	r = exit_rec(task, rd + (stint > run ? stint : run));
 	if (!r)
 		return;
-	stint = now - arrived;
 	r->id = __sync_fetch_and_add(&next_id, 1) + 1;
 	r->time_ns[WC_T_RUNQ] = rd;
 	r->time_ns[WC_T_ONCPU] = run;
@@ -1357,23 +1376,32 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
  * it missed; the cpu-clock count says how much time really passed.  When
  * the same thread was running at the previous sample on this CPU too, the
  * missed ticks are credited to it, instead of the profile of a busy VM
- * quietly thinning out.  Otherwise (idle between, or another thread) the
- * sample counts once: nobody is credited with time it may not have had.
+ * quietly thinning out, but no more than its own run time since covers:
+ * the clock also ran while the hypervisor had the vCPU (steal), or while
+ * other threads ran between.  Otherwise (idle between, or another thread)
+ * the sample counts once: nobody is credited with time it may not have had.
  */
-static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id)
+static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id,
+				   __u64 exec_ns)
 {
+	const __u64 half = sample_period_ns / 2;
 	struct bpf_perf_event_value v;
 	__u32 zero = 0;
 	struct last_sample *last = bpf_map_lookup_elem(&sample_clock, &zero);
-	__u64 n = 1;
+	__u64 n = 1, ran;
 
 	if (!last || bpf_perf_prog_read_value(ctx, &v, sizeof(v)))
 		return 1;
-	if (id && last->id == id && last->count && v.counter > last->count)
-		n = (v.counter - last->count + sample_period_ns / 2) /
-		    sample_period_ns;
+	if (id && last->id == id && last->count && v.counter > last->count) {
+		n = (v.counter - last->count + half) / sample_period_ns;
+		ran = exec_ns > last->exec_ns ? exec_ns - last->exec_ns : 0;
+		ran = (ran + half) / sample_period_ns;
+		if (n > ran)
+			n = ran;
+	}
 	last->count = v.counter;
 	last->id = id;
+	last->exec_ns = exec_ns;
 	if (n < 1 || n > 1000)
 		n = 1;
 	return n;
@@ -1417,7 +1445,7 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 			t = first_sight(task, rq_clock_of(task), WC_ONCPU,
 					true);
 	}
-	n = ticks(ctx, t ? t->id : 0);
+	n = ticks(ctx, t ? t->id : 0, task->se.sum_exec_runtime);
 	if (task->pid == 0) {
 		count(WC_CNT_IDLE_SAMPLES);
 		return 0;
@@ -1769,6 +1797,7 @@ static __noinline bool thread_rec(struct task_struct *task,
 	 * leader stays visible here and must not be counted twice. */
 	if (r->state == WC_DEAD)
 		return false;
+	t->walked_ns = sum_slots(r->time_ns);
 	fill_identity(r, task);
 	return true;
 }

@@ -115,6 +115,8 @@ enum wc_counter {
 				  * their wait began */
 	WC_CNT_STACKS_KNOWN,	 /* stacks user space said it holds: named,
 				  * not stored again */
+	WC_CNT_EXITS_DROPPED_NS, /* their threads' time since the last walk
+				 * read them: the time they took along */
 	WC_CNT_NR,
 };
 

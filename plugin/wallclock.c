@@ -240,6 +240,8 @@ static void submit_self(void)
 	submit_derive("storage_failed", s.bpf.v[WC_CNT_STORAGE_FAILED]);
 	submit_derive("exits", s.bpf.v[WC_CNT_EXITS]);
 	submit_derive("exits_dropped", s.bpf.v[WC_CNT_EXITS_DROPPED]);
+	submit_derive("exits_dropped_us",
+		      s.bpf.v[WC_CNT_EXITS_DROPPED_NS] / 1000);
 	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
 	submit_derive("switches_missed", s.bpf.v[WC_CNT_SWITCHES_MISSED]);
 	submit_derive("switches_charged", s.bpf.v[WC_CNT_SWITCHES_CHARGED]);

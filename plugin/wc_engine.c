@@ -231,8 +231,8 @@ static void report_limits(struct wc_engine *e, uint64_t now)
 	say_limit(&e->exits_dropped, c.v[WC_CNT_EXITS_DROPPED], now,
 		  "final records of exited threads dropped",
 		  "the exit ring was full (raise ExitBufferKiB); their last "
-		  "moments are lost, counted in exits_dropped and "
-		  "threads_lost");
+		  "moments are lost, counted in exits_dropped, "
+		  "exits_dropped_us and threads_lost");
 	say_limit(&e->untracked, a.threads_untracked, now,
 		  "threads or processes not counted",
 		  "MaxThreads was reached (raise it); counted in "

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,9 @@ struct report {
 	unsigned long long died_ns;
 	unsigned long long on_ns, runq_ns, wall_ns;
 	unsigned long long runs; /* arrivals on a CPU, all threads */
+	/* all threads' time from their reports to the reaping: what each
+	 * still ran or waited after it reported is within it */
+	unsigned long long after_ns;
 	int threads;
 };
 
@@ -128,6 +132,7 @@ static uint64_t mono_ns(void)
 
 static unsigned long long last_died_ns; /* of the last workload reaped */
 static uint64_t last_life_ns;		/* from its fork to its reaping */
+static uint64_t last_reaped_ns;		/* CLOCK_MONOTONIC */
 
 static int run_workload(struct wc_engine *e, const char *name,
 			const char *const *args, const char *report_path,
@@ -166,7 +171,8 @@ static int run_workload(struct wc_engine *e, const char *name,
 		    wc_engine_read(e, err, sizeof(err)))
 			printf("  read: %s\n", err);
 	}
-	last_life_ns = mono_ns() - born;
+	last_reaped_ns = mono_ns();
+	last_life_ns = last_reaped_ns - born;
 	last_died_ns = (unsigned long long)(ru.ru_utime.tv_sec +
 					   ru.ru_stime.tv_sec) * 1000000000ULL +
 		       (unsigned long long)(ru.ru_utime.tv_usec +
@@ -185,7 +191,7 @@ static int run_workload(struct wc_engine *e, const char *name,
 static int read_report(const char *path, struct report *r)
 {
 	char kind[32], line[256];
-	unsigned long long on, runq, wall, runs;
+	unsigned long long on, runq, wall, runs, end;
 	FILE *f = fopen(path, "r");
 	int tid;
 
@@ -195,12 +201,14 @@ static int read_report(const char *path, struct report *r)
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "rusage_ns %llu", &r->rusage_ns) == 1)
 			continue;
-		if (sscanf(line, "thread %31s %d %llu %llu %llu %llu", kind,
-			   &tid, &on, &runq, &wall, &runs) == 6) {
+		if (sscanf(line, "thread %31s %d %llu %llu %llu %llu %llu",
+			   kind, &tid, &on, &runq, &wall, &runs, &end) == 7) {
 			r->on_ns += on;
 			r->runq_ns += runq;
 			r->wall_ns += wall;
 			r->runs += runs;
+			if (last_reaped_ns > end)
+				r->after_ns += last_reaped_ns - end;
 			r->threads++;
 		}
 	}
@@ -278,20 +286,32 @@ static bool profile_life(const char *name, const char *sleepers,
 /*
  * A whole life's totals against the workload's reports.  A thread's report
  * ends a moment before the thread does, our account at its exit: the steps
- * between, mostly waiting for a CPU, take up to 40 ms each on a busy
- * emulated CPU, and are allowed for on top of the bound.  On-CPU against
- * the kernel's total at the death (wait4), which has them.
+ * between (a process's teardown, waits for a CPU) took up to 0.3 s of CPU
+ * on a slow emulated one, so each thread may have up to the time from its
+ * report to the reaping on top of the bound.  On-CPU against the kernel's
+ * total at the death (wait4), which has them.
  */
 static void check_life_totals(const struct wc_group_view *g,
 			      const struct report *r)
 {
-	unsigned long long slack = (unsigned long long)r->threads * 50000000ULL;
+	unsigned long long slack = r->after_ns;
 
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->died_ns, 0.01);
 	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * r->runq_ns &&
 	      g->time_ns[WC_T_RUNQ] <= 1.03 * r->runq_ns + slack);
 	CHECK(wall_of(g) >= 0.99 * r->wall_ns &&
 	      wall_of(g) <= 1.01 * r->wall_ns + slack);
+}
+
+/* Samples against on-CPU time x frequency: within 10 %, or three standard
+ * deviations of a count that size where that is more (about 200 samples
+ * here: where the threads share their CPUs with others, each tick lands
+ * on one of them by chance). */
+static void check_samples(const struct wc_group_view *g, unsigned hz)
+{
+	double want = g->time_ns[WC_T_ONCPU] / 1e9 * hz;
+
+	CHECK_NEAR(g->samples, want, want > 900 ? 0.10 : 3 / sqrt(want + 1));
 }
 
 /* A whole process's life: every thread's time, including the final
@@ -311,7 +331,7 @@ static void test_lifetime_matches_kernel(void)
 				 : o.self.walk.runs == 0);
 	CHECK(o.self.walk.failures == 0);
 	check_life_totals(g, r);
-	CHECK_NEAR(g->samples, g->time_ns[WC_T_ONCPU] / 1e9 * 99, 0.10);
+	check_samples(g, 99);
 	CHECK(g->threads == 0);
 	CHECK(o.self.acct.threads_lost == 0);
 	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
@@ -391,7 +411,9 @@ static void test_most_switches_are_quick(void)
 	charged = o.self.bpf.v[WC_CNT_SWITCHES_CHARGED];
 	printf("# wce_quick: the pair arrived on a CPU %llu times; %llu "
 	       "switch-outs charged host-wide\n", r->runs, charged);
-	CHECK(r->threads == 3 && r->runs > 20000); /* and main */
+	/* thousands are plenty to tell most from some; a slow emulated CPU
+	 * makes a tenth of what this one does */
+	CHECK(r->threads == 3 && r->runs > 2000); /* and main */
 	CHECK(charged * 10 < r->runs);
 	CHECK(g != NULL);
 	if (!g)

@@ -39,6 +39,7 @@ struct result {
 	pid_t tid;
 	uint64_t on_ns, runq_ns, wall_ns;
 	uint64_t runs; /* times it arrived on a CPU (schedstat's pcount) */
+	uint64_t end_ns; /* when it reported (CLOCK_MONOTONIC) */
 };
 
 static struct {
@@ -88,7 +89,8 @@ static void record(const char *kind, uint64_t start_ns)
 		r->tid = gettid();
 		r->on_ns = on;
 		r->runq_ns = runq;
-		r->wall_ns = now_ns() - start_ns;
+		r->end_ns = now_ns();
+		r->wall_ns = r->end_ns - start_ns;
 		r->runs = runs;
 	}
 	pthread_mutex_unlock(&results_lock);
@@ -388,12 +390,13 @@ static void write_report(uint64_t start)
 					     ru.ru_stime.tv_usec) *
 				1000ULL);
 	for (i = 0; i < nresults; i++)
-		fprintf(f, "thread %s %d %llu %llu %llu %llu\n",
+		fprintf(f, "thread %s %d %llu %llu %llu %llu %llu\n",
 			results[i].kind, results[i].tid,
 			(unsigned long long)results[i].on_ns,
 			(unsigned long long)results[i].runq_ns,
 			(unsigned long long)results[i].wall_ns,
-			(unsigned long long)results[i].runs);
+			(unsigned long long)results[i].runs,
+			(unsigned long long)results[i].end_ns);
 	fclose(f);
 }
 

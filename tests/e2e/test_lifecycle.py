@@ -20,7 +20,8 @@ ROUNDS = 3
 SELF_METRICS = [
     "derive-samples", "derive-samples_late", "derive-idle_samples",
     "derive-samples_lost", "derive-storage_failed", "derive-exits",
-    "derive-exits_dropped", "derive-threads_lost", "derive-threads_untracked",
+    "derive-exits_dropped", "derive-exits_dropped_us",
+    "derive-threads_lost", "derive-threads_untracked",
     "derive-groups_taken_over",
     "derive-torn_reads", "derive-switches_missed",
     "derive-switches_charged", "derive-walk_runs",

@@ -17,7 +17,9 @@ collectd that profiles the host as root, tried for real:
 6. 20 processes with 64,000 mappings each, half of them executable;
 7. a mapped file whose reads never return (a FUSE server that hangs, as a
    root-mounted allow_other one can): the symbolizer's helper is stopped
-   at its deadline, the rest of the host keeps its names.
+   at its deadline, the rest of the host keeps its names;
+8. libraries changed on disk under running processes: renamed over by a
+   decoy, their tail overwritten with random bytes, then cut off.
 
 In every case wallclock values keep being dispatched every interval, the
 drain and flush stay bounded, and collectd stops on SIGTERM in under 5 s.
@@ -546,6 +548,154 @@ def fuse_that_hangs():
         named.kill()
 
 
+# --- 8 ----------------------------------------------------------------------
+
+LIB_SRC = """
+__attribute__((noinline)) void NAME(void)
+{
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+"""
+SPIN_PY = """
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(15, sys.argv[2].encode(), 0, 0, 0)
+lib = ctypes.CDLL(sys.argv[1])
+print("ready", os.getpid(), flush=True)
+getattr(lib, sys.argv[3])()
+"""
+
+
+def build_lib(d, path, name):
+    src = os.path.join(d, name + ".c")
+    with open(src, "w") as f:
+        f.write(LIB_SRC.replace("NAME", name))
+    subprocess.run(["gcc", "-O1", "-g", "-shared", "-fPIC", "-o", path,
+                    src], check=True)
+    os.chown(path, NOBODY, NOBODY)
+
+
+def loads_end(path):
+    """Where a library's last loaded byte ends: after it come .symtab,
+    .strtab and the section headers, which nothing running needs."""
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    end = 0
+    for i in range(phnum):
+        ptype, _, off, _, _, filesz = struct.unpack_from(
+            "<IIQQQQ", data, phoff + i * phentsize)
+        if ptype == 1:
+            end = max(end, off + filesz)
+    return end, len(data)
+
+
+def overwrite(path, at, n):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, secrets.token_bytes(n), at)
+    finally:
+        os.close(fd)
+
+
+def lib_spinner(d, lib, comm, func):
+    script = os.path.join(d, "spin.py")
+    if not os.path.exists(script):
+        with open(script, "w") as f:
+            f.write(SPIN_PY)
+    return spawn(as_nobody([sys.executable, script, lib, comm, func]))
+
+
+def frames_of(cd, group, after):
+    return [fr for fr, _ in folded_lines(cd, group, after)
+            if "[on-cpu]" in fr]
+
+
+def check_heaviest(cd, group, lib, func, label):
+    """The heaviest on-CPU stack of a spinner in a changed library, from
+    now on, ends in it: named, or as module+offset, never another name."""
+    t = time.time()
+
+    def heaviest():
+        lines = [(v, fr) for fr, v in folded_lines(cd, group, t)
+                 if "[on-cpu]" in fr]
+        return max(lines)[1][-1] if lines else None
+
+    leaf = None
+    if wait_until(lambda: heaviest() is not None, 8 * FLUSH + 10, 0.2):
+        time.sleep(2 * FLUSH)
+        leaf = heaviest()
+    print(f"# {label}: the heaviest stack ends in {leaf}")
+    case(f"{label}: the spinner's heaviest stack ends in its function, "
+         "named or as module+offset", leaf == func or
+         (leaf or "").startswith(lib + "+0x"), str(leaf))
+
+
+def replaced_libraries():
+    """Libraries changed on disk under running processes: one renamed over
+    by another whose same offsets hold a decoy's name (a package upgrade
+    does this), one whose tail (symbols, section headers) is overwritten
+    with random bytes and then cut off, in place, while mapped."""
+    if not shutil.which("gcc"):
+        skip("replaced libraries", "no gcc to build the test's libraries")
+        return
+    with Env("sec-replace") as env:
+        d = nobody_dir(env, "replace")
+        lib = os.path.join(d, "libwcrep.so")
+        build_lib(d, lib, "wc_lib_spin_a")
+        spin_a = lib_spinner(d, lib, "wcw_replaced", "wc_lib_spin_a")
+        decoy = os.path.join(d, "decoy.so")
+        build_lib(d, decoy, "wc_lib_decoy")
+        os.rename(decoy, lib)
+        # collectd first sees the process once its library is replaced
+        cd = start_collectd(env)
+        since = time.time()
+        wait_group(cd, "wcw_replaced", pred=lambda fr: any(
+            "wc_lib_" in f for f in fr))
+        fr = frames_of(cd, "wcw_replaced", 0)
+        named = [f for fs in fr for f in fs if "wc_lib_" in f]
+        print(f"# replaced: {sorted(set(named))}")
+        case("replaced: the running library's own names, not the file "
+             "now at its path", named and
+             all(f == "wc_lib_spin_a" for f in named), str(named))
+        spin_a.kill()
+
+        # changed in place while a process runs it, once named; then
+        # libraries changed before anything of ours read them
+        cut = os.path.join(d, "libwccut.so")
+        build_lib(d, cut, "wc_lib_spin_c")
+        lib_spinner(d, cut, "wcw_cut", "wc_lib_spin_c")
+        ok = wait_group(cd, "wcw_cut", pred=lambda fr: "wc_lib_spin_c"
+                        in fr)
+        case("cut: the library's spinner is named before the change", ok,
+             str(frames_of(cd, "wcw_cut", 0)[:3]))
+        end, size = loads_end(cut)
+        overwrite(cut, end, size - end)
+        os.truncate(cut, end)
+        check_heaviest(cd, "wcw_cut", "libwccut.so", "wc_lib_spin_c",
+                       f"cut while running (tail of {size - end} bytes "
+                       f"after {end})")
+        for label in ("garbage", "truncated"):
+            path = os.path.join(d, f"libwc{label}.so")
+            func = f"wc_lib_{label}"
+            build_lib(d, path, func)
+            end, size = loads_end(path)
+            overwrite(path, end, size - end)
+            if label == "truncated":
+                os.truncate(path, end)
+            comm = f"wcw_{label}"
+            lib_spinner(d, path, comm, func)
+            check_heaviest(cd, comm, os.path.basename(path), func,
+                           f"{label} before read")
+        case("replaced and cut: the helper never crashed or stalled",
+             self_counter(cd, "symbolizer_stalls") == 0,
+             str(self_counter(cd, "symbolizer_stalls")))
+        check_dispatch(cd, since, "replaced and cut")
+        check_stop(cd, "replaced and cut")
+
+
 require_built()
 if not os.path.exists(HOSTILE):
     case("tests/hostile is built", False, HOSTILE)
@@ -554,7 +704,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ONLY = os.environ.get("CHECK_ONLY")
 for test in (leak_through_symlink, kmsg_in_namespace, debuglink_to_kmsg,
              forged_build_id, growing_perf_map, hostile_perf_maps,
-             many_mappings, fuse_that_hangs):
+             many_mappings, fuse_that_hangs, replaced_libraries):
     if not ONLY or ONLY == test.__name__:
         test()
 done()

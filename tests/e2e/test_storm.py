@@ -100,11 +100,19 @@ with Env("storm") as env:
     n = len(cd.csv("", "derive", "exits"))
     cd.wait_rows("", "derive", "exits", n + 2, 10)
     dropped = last("derive", "exits_dropped")
+    lost_us = last("derive", "exits_dropped_us")
     untracked = last("derive", "threads_untracked")
     said = [ln for ln in cd.log().splitlines() if "wallclock" in ln]
     drop_lines = [ln for ln in said if "exited threads dropped" in ln]
     max_lines = [ln for ln in said if "MaxThreads was reached" in ln]
     case("drops are counted", dropped > 0, f"{dropped}")
+    # each took along at most its time since the last walk (an interval)
+    # or, born since, its life (shorter)
+    print(f"# limits: {dropped:.0f} final records dropped, taking "
+          f"{lost_us / 1e6:.3f} s along ({lost_us / max(dropped, 1):.0f} "
+          "us each)")
+    case("the time they took along is counted, at most an interval each",
+         0 < lost_us <= dropped * 2e6, f"{lost_us} us, {dropped} dropped")
     case("and said once, naming ExitBufferKiB", len(drop_lines) == 1 and
          "ExitBufferKiB" in drop_lines[0] and "warn" in drop_lines[0],
          "\n".join(drop_lines))

@@ -162,13 +162,16 @@ chmod +x "$ROOT/init"
 	>"$WORK/initrd.gz"
 truncate -s 4G "$WORK/disk.img"
 
-# Boot it.  TCG: a guest under KVM hung on these VMs.
+# Boot it.  TCG: a guest under KVM hung on these VMs.  A CPU stuck in
+# the guest's kernel for 40 s panics it (and qemu exits: -no-reboot), so a
+# lockup shows its stack at once instead of a silent wait for the timeout;
+# warnings reach the console for the same reason.
 start=$(date +%s)
 set +e
 timeout --kill-after=10 "$TIMEOUT" qemu-system-x86_64 \
-	-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m "$MEM" \
+	-machine q35 -accel tcg,thread=single -cpu max -smp 2 -m "$MEM" \
 	-nographic -no-reboot -kernel "$VMLINUZ" -initrd "$WORK/initrd.gz" \
-	-append "console=ttyS0 panic=-1 quiet loglevel=3 tsc=reliable" \
+	-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable softlockup_panic=1 watchdog_thresh=20" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs "local,path=$OUT,mount_tag=out,security_model=none" \
 	-drive "file=$WORK/disk.img,if=virtio,format=raw" \
@@ -179,12 +182,16 @@ set -e
 echo "# vm: $KERNEL_PKG ($KVER), $(($(date +%s) - start)) s in qemu (TCG)"
 if [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
 	echo "# vm: killed after $TIMEOUT s; its console:"
-	tail -20 "$WORK/qemu.log"
+	tail -40 "$WORK/qemu.log"
 	exit 124
 fi
 if [ ! -f "$OUT/status" ]; then
 	echo "# vm: the command did not finish; the guest's console:"
-	tail -30 "$WORK/qemu.log"
+	if grep -q "Kernel panic" "$WORK/qemu.log"; then
+		sed -n '/BUG: \|Kernel panic/,$p' "$WORK/qemu.log" | head -120
+	else
+		tail -40 "$WORK/qemu.log"
+	fi
 	exit 125
 fi
 exit "$(cat "$OUT/status")"

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""storm.py - the plugin under a long storm, with the defaults (Interval 2):
+what collectd's memory does, whether its reads stay quick, what was
+dropped, and whether a long-lived spinner is still measured right.
+
+Loads (--load):
+  threads   a process making --rate threads a second (each lives 1 us
+            of work), like a thread-per-request server;
+  forkexec  --jobs shell loops forking and execing /bin/true;
+  switches  --pairs pairs of threads ping-ponging a byte through pipes
+            (the context-switch rate is read from /proc/stat);
+  bigproc   one process of --threads threads, each asleep and waking
+            once a second; --max-threads sets MaxThreads (below the
+            thread count: a process beyond it).
+
+Printed every --sample seconds: collectd's RSS and its anonymous part,
+the storm's rate (exits or context switches a second); at the end: the
+slope of the RSS after the first minute, reads (median and slowest),
+the exit ring's fullest, every drop counter, collectd's CPU time, and the
+spinner's on-CPU time against its schedstat over the whole storm.
+
+It asserts nothing (a benchmark).  Needs root.
+
+    WC_BUILD_DIR=build python3 tests/bench/storm.py --load threads
+        [--minutes 10] [--rate 10000]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "e2e"))
+from wctest import Env, SchedSampler, counter_window, pct  # noqa: E402
+
+DROPS = ("exits_dropped", "threads_lost", "threads_untracked",
+         "samples_lost", "storage_failed", "stacks_full",
+         "stack_counts_full", "window_weights_dropped",
+         "window_stacks_dropped", "stacks_lost")
+
+BIGPROC = """
+import sys, threading, time
+threading.stack_size(65536)
+stop = threading.Event()
+def nap():
+    while not stop.wait(1.0):
+        pass
+for _ in range(int(sys.argv[1])):
+    threading.Thread(target=nap, daemon=True).start()
+print("ready", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def status_kib(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "Threads"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def ctxt():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("ctxt "):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        p = f.read().rsplit(")", 1)[1].split()
+    return (int(p[11]) + int(p[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def last(cd, type_, tinst):
+    rows = cd.csv("", type_, tinst)
+    return rows[-1][1] if rows else 0
+
+
+def start_load(env, a, seconds):
+    """The storm's processes: a list of Popen-like objects to kill."""
+    if a.load == "threads":
+        return [env.workload("wcw_storm", "--churn", str(a.rate),
+                             "--churn-us", "0", "--seconds",
+                             str(seconds)).proc]
+    if a.load == "switches":
+        return [env.workload("wcw_pingpong", "--pingpong", str(a.pairs),
+                             "--seconds", str(seconds)).proc]
+    if a.load == "forkexec":
+        return [subprocess.Popen(["sh", "-c",
+                                  "while :; do /bin/true; done"])
+                for _ in range(a.jobs)]
+    p = subprocess.Popen([sys.executable, "-c", BIGPROC, str(a.threads),
+                          str(seconds)], stdout=subprocess.PIPE, text=True)
+    p.stdout.readline()
+    return [p]
+
+
+def slope_mib_h(series):
+    """MiB an hour, least squares over (seconds, KiB) after the first
+    minute."""
+    pts = [(t, k) for t, k in series if t >= 60]
+    if len(pts) < 3:
+        return float("nan")
+    mt = statistics.mean(t for t, _ in pts)
+    mk = statistics.mean(k for _, k in pts)
+    num = sum((t - mt) * (k - mk) for t, k in pts)
+    den = sum((t - mt) ** 2 for t, _ in pts)
+    return num / den * 3600 / 1024 if den else float("nan")
+
+
+def run(a):
+    seconds = int(a.minutes * 60)
+    conf = f"MaxThreads {a.max_threads}" if a.max_threads else ""
+    with Env(f"bench-storm-{a.load}") as env:
+        cd = env.collectd(interval=2, plugin_conf=conf).start()
+        spin = env.workload("wcw_stspin", "--spin", "1", "--seconds",
+                            str(seconds + 20))
+        cd.wait_rows("", "derive", "exits", 2, 10)
+        ss = SchedSampler([spin.pid], period=0.2)
+        t0 = time.time()
+        procs = start_load(env, a, seconds)
+        exits0, cs0, cpu0 = last(cd, "derive", "exits"), ctxt(), cpu_s(
+            cd.pid)
+        series, prev = [], (t0, exits0, cs0)
+        print(f"# storm {a.load}: {a.minutes} min; t, RSS, anon, rate")
+        while time.time() - t0 < seconds:
+            time.sleep(min(a.sample, seconds - (time.time() - t0)))
+            now, ex, cs = time.time(), last(cd, "derive", "exits"), ctxt()
+            st = status_kib(cd.pid)
+            series.append((now - t0, st["VmRSS"]))
+            dt = now - prev[0]
+            print(f"#   {now - t0:6.0f} s  RSS {st['VmRSS'] / 1024:6.1f} MiB"
+                  f"  anon {st['RssAnon'] / 1024:6.1f} MiB  exits "
+                  f"{(ex - prev[1]) / dt:8.0f}/s  switches "
+                  f"{(cs - prev[2]) / dt:8.0f}/s", flush=True)
+            prev = (now, ex, cs)
+        t1 = time.time()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        n = len(cd.csv("", "derive", "exits"))
+        cd.wait_rows("", "derive", "exits", n + 2, 10)
+        report(a, cd, ss, spin, (t0, t1), series,
+               (last(cd, "derive", "exits") - exits0, ctxt() - cs0,
+                cpu_s(cd.pid) - cpu0))
+        spin.kill()
+        ss.stop()
+        cd.stop()
+
+
+def report(a, cd, ss, spin, span, series, totals):
+    t0, t1 = span
+    exits, cs, cpu = totals
+    reads = [v for t, v in cd.csv("", "duration", "read") if t0 < t < t1]
+    fill = [v for t, v in cd.csv("", "percent", "exit_ring_fill")
+            if t0 < t < t1]
+    print(f"# storm {a.load}: {exits / (t1 - t0):.0f} exits/s, "
+          f"{cs / (t1 - t0):.0f} context switches/s over {t1 - t0:.0f} s")
+    print(f"# RSS {series[0][1] / 1024:.1f} MiB at {series[0][0]:.0f} s, "
+          f"{series[-1][1] / 1024:.1f} at {series[-1][0]:.0f} s, most "
+          f"{max(k for _, k in series) / 1024:.1f}; slope after the first "
+          f"minute {slope_mib_h(series):+.2f} MiB/hour")
+    if reads:
+        print(f"# reads: median {statistics.median(reads) * 1e3:.1f} ms, "
+              f"slowest {max(reads) * 1e3:.1f} ms ({len(reads)} reads); "
+              f"exit ring at most {max(fill, default=0):.0f} % full; "
+              f"collectd CPU {cpu:.1f} s ({100 * cpu / (t1 - t0):.1f} %)")
+    print("# drops: " + ", ".join(f"{d} {last(cd, 'derive', d):.0f}"
+                                  for d in DROPS))
+    print(f"# groups {last(cd, 'gauge', 'groups'):.0f}, threads "
+          f"{last(cd, 'gauge', 'threads'):.0f}, processes "
+          f"{last(cd, 'gauge', 'processes'):.0f}")
+    on = cd.csv("wcw_stspin", "wallclock_us", "oncpu")
+    ts = [t for t, _ in on if t0 + 2 < t < t1]
+    got = counter_window(on, ts[0], ts[-1]) if len(ts) >= 2 else None
+    a_, b_ = (ss.at(spin.pid, got[1]), ss.at(spin.pid, got[2])) if got \
+        else (None, None)
+    if a_ and b_:
+        want = (b_[0] - a_[0]) / 1e3
+        print(f"# spinner: {got[0] / 1e6:.2f} s on-CPU against schedstat's "
+              f"{want / 1e6:.2f} s ({pct(got[0], want):+.2f} %) over "
+              f"{got[2] - got[1]:.0f} s")
+    else:
+        print("# spinner: not measured (no reads in the storm)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--load", default="threads",
+                    choices=("threads", "forkexec", "switches", "bigproc"))
+    ap.add_argument("--minutes", type=float, default=10)
+    ap.add_argument("--rate", type=int, default=10000)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--pairs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=10000)
+    ap.add_argument("--max-threads", type=int, default=0)
+    ap.add_argument("--sample", type=float, default=30)
+    run(ap.parse_args())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""collectd stopped in the middle of its work, for real:
+
+1. while a flush (or a drain) waits on the symbolizer's helper, stuck on a
+   mapped file whose reads never return (a FUSE server that hangs);
+2. at random moments, eight times over, while processes are born, exec
+   from a thread and die around every read and every 1 s flush.
+
+Each time collectd exits with status 0 within 5 s of SIGTERM, the spool
+holds only whole files (no temporary ones, every folded line parses, every
+flame graph is closed), no BPF program or link of ours is left, and the
+log has no error.
+"""
+import glob
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+
+import wctest
+from wctest import (Env, case, done, leaked_bpf, require_built, skip,
+                    wait_until)
+
+INTERVAL = 1
+FLUSH = 1
+ROUNDS = 8
+HOSTILE = os.path.join(wctest.BUILD, "tests", "hostile")
+FOLDED_LINE = re.compile(r"^[^ ;][^\n]* [0-9]+$")
+
+
+def start_collectd(env, conf=""):
+    cd = env.collectd(interval=INTERVAL, plugin_conf=f"FlushInterval {FLUSH}"
+                      f"\nMinBlockMicroseconds 1000\n{conf}")
+    return cd.start()
+
+
+def spool_whole(spool):
+    """What in the spool is not a whole file: temporary files left, folded
+    lines that do not parse, flame graphs not closed."""
+    bad = []
+    for p in glob.glob(os.path.join(spool, ".*")):
+        bad.append(os.path.basename(p))
+    for p in glob.glob(os.path.join(spool, "*.folded")):
+        with open(p, errors="replace") as f:
+            lines = f.read().splitlines()
+        bad += [f"{os.path.basename(p)}: {ln[:80]!r}" for ln in lines
+                if not FOLDED_LINE.match(ln)][:3]
+    for p in glob.glob(os.path.join(spool, "*.svg")):
+        with open(p, "rb") as f:
+            f.seek(max(0, os.path.getsize(p) - 64))
+            if not f.read().rstrip().endswith(b"</svg>"):
+                bad.append(f"{os.path.basename(p)}: not closed")
+    return bad
+
+
+def check_stopped(cd, label, took, rc):
+    print(f"# {label}: stopped {took:.2f} s after SIGTERM")
+    case(f"{label}: collectd exits with status 0 within 5 s of SIGTERM",
+         rc == 0 and took < 5, f"status {rc} after {took:.2f} s")
+    bad = spool_whole(cd.spool)
+    files = len(glob.glob(os.path.join(cd.spool, "*")))
+    case(f"{label}: the spool holds whole files only ({files} files)",
+         files and not bad, f"{files} files, {bad[:5]}")
+    errors = cd.wallclock_errors()
+    case(f"{label}: no error in the log", not errors, str(errors[:3]))
+
+
+def stop(cd):
+    t = time.time()
+    rc = cd.stop(timeout=30)
+    return time.time() - t, rc
+
+
+def helper_wchan(parent):
+    """What the symbolizer's helper of collectd parent waits in."""
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        d = os.path.dirname(comm)
+        try:
+            with open(comm) as f, open(d + "/stat") as g, \
+                    open(d + "/wchan") as w:
+                if (f.read().strip() == "wallclock-symd" and
+                        int(g.read().rsplit(")", 1)[1].split()[1]) ==
+                        parent):
+                    return w.read()
+        except OSError:
+            pass
+    return ""
+
+
+def stop_while_stuck():
+    import wcfuse
+    with Env("faults-fuse") as env:
+        mnt = os.path.join(env.root, "mnt")
+        os.makedirs(mnt)
+        try:
+            fs = wcfuse.FuseServer(mnt, ["/bin/true"]).start()
+        except (RuntimeError, OSError) as e:
+            skip("stop while stuck", f"cannot mount FUSE here: {e}")
+            return
+        wctest._cleanups.append(fs.stop)
+        cd = start_collectd(env)
+        env.workload("wcw_before", "--spin", "1", "--seconds", "60")
+        wait_until(lambda: glob.glob(os.path.join(cd.spool, "*.svg")), 10,
+                   0.2)
+        fs.hang(True)
+        # a process with the file mapped: the helper reads it at the next
+        # drain or flush, and blocks
+        stuck = subprocess.Popen([HOSTILE, "--map-exec",
+                                  os.path.join(mnt, "true"), "--name",
+                                  "wcw_stuck", "--seconds", "60"],
+                                 stdout=subprocess.PIPE, text=True)
+        wctest._cleanups.append(stuck.kill)
+        stuck.stdout.readline()
+        waiting = wait_until(lambda: "fuse" in helper_wchan(cd.pid) or
+                             "request_wait" in helper_wchan(cd.pid), 20,
+                             0.02)
+        print(f"# stuck: the helper waits in {helper_wchan(cd.pid)!r}")
+        case("stuck: the helper is blocked on the hung file when collectd "
+             "is stopped", waiting, helper_wchan(cd.pid))
+        took, rc = stop(cd)
+        check_stopped(cd, "stuck", took, rc)
+        stuck.kill()
+        fs.stop()
+
+
+def stop_at_random():
+    rng = random.Random(os.getpid())
+    worst = 0.0
+    for i in range(ROUNDS):
+        with Env(f"faults-random{i}") as env:
+            cd = start_collectd(env)
+            env.workload("wcw_churn", "--churn", "200", "--sleep", "1",
+                         "--seconds", "30")
+            env.workload("wcw_exec", "--exec-thread", "/bin/sleep",
+                         "--spin", "1", "--seconds", "30")
+            births = subprocess.Popen(
+                ["sh", "-c", "while :; do /bin/true; done"])
+            wctest._cleanups.append(births.kill)
+            time.sleep(FLUSH + rng.uniform(0.5, 2.5))
+            took, rc = stop(cd)
+            worst = max(worst, took)
+            births.kill()
+            check_stopped(cd, f"random {i + 1}/{ROUNDS}", took, rc)
+    print(f"# random: slowest stop {worst:.2f} s")
+
+
+require_built()
+ONLY = os.environ.get("CHECK_ONLY")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+for test in (stop_while_stuck, stop_at_random):
+    if not ONLY or ONLY == test.__name__:
+        test()
+left = leaked_bpf()
+case("no BPF program or link of ours is left", not any(left), str(left))
+done()
