@@ -435,6 +435,22 @@ static const char *const spin_sleep_args[] = {
 	"--seconds", "3", "--report", REPORT, NULL,
 };
 
+/* A number the workload's report gives, 0 if none. */
+static unsigned long long reported(const char *what)
+{
+	unsigned long long v = 0, x;
+	char line[256], name[64];
+	FILE *f = fopen(REPORT, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%63s %llu", name, &x) == 2 &&
+		    strcmp(name, what) == 0)
+			v = x;
+	if (f)
+		fclose(f);
+	return v;
+}
+
 /* The sleeper's own account of its sleep: wall - on-CPU - run queue, from
  * its schedstat just before it ended. */
 static double reported_sleep_ns(void)
@@ -730,15 +746,22 @@ static void test_full_tables(void)
 }
 
 /* Waits below the threshold are never walked: with a 50 ms threshold the
- * 20 ms naps leave no stack, while the 3 s join still does. */
+ * 20 ms naps leave no stack, while the 3 s join still does.  A slow
+ * (emulated, busy) CPU wakes some naps late: those that took 50 ms or
+ * more, by the sleeper's own clock, may be there, and nothing else. */
 static void test_threshold(void)
 {
-	uint64_t nap = 0, other = 0;
+	static const char *const args[] = {
+		"--spin",    "1", "--sleep",  "1",    "--sleep-ms", "20",
+		"--seconds", "3", "--report", REPORT, "--long-ms",  "50",
+		NULL,
+	};
+	uint64_t nap = 0, other = 0, late;
 	struct run r;
 	size_t i;
 
 	NEED_ROOT();
-	CHECK(profile(&r, 50000, spin_sleep_args));
+	CHECK(profile(&r, 50000, args));
 	for (i = 0; i < r.n; i++) {
 		if (r.w[i].k.kind != WC_SLEEP)
 			continue;
@@ -747,10 +770,11 @@ static void test_threshold(void)
 		else
 			other += r.w[i].w;
 	}
-	printf("# 50 ms threshold: %" PRIu64 " ns of 20 ms naps recorded, "
-	       "%.3f s of longer waits\n",
-	       nap, other / 1e9);
-	CHECK(nap == 0);
+	late = reported("long_naps_ns");
+	printf("# 50 ms threshold: %" PRIu64 " ns of 20 ms naps recorded "
+	       "(%" PRIu64 " ns of them took 50 ms or more), %.3f s of longer "
+	       "waits\n", nap, late, other / 1e9);
+	CHECK(nap <= late);
 	CHECK(other > 2e9);
 	finish(&r);
 }

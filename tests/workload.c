@@ -8,10 +8,12 @@
  * with telling names so stack tests can find them; build with frame
  * pointers.
  *
- *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--disk N] [--lock N]
+ *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--long-ms MS]
+ *            [--disk N] [--lock N]
  *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC]
  *            [--churn-us US] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
+ *            [--nappers N]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
  */
@@ -46,6 +48,8 @@ static struct {
 	int spin, sleep, disk, lock, pingpong;
 	int sleep_depth; /* frames the sleepers descend before sleeping */
 	long sleep_ms;
+	long long_ms; /* naps at least this long are summed in the report */
+	int nappers;  /* threads asleep, waking once a second, not reported */
 	int churn_per_sec;
 	long churn_us;
 	double seconds;
@@ -156,6 +160,8 @@ __attribute__((noinline)) static void descend(int d, uint64_t ns)
 	sink += (uint64_t)d; /* not a tail call */
 }
 
+static uint64_t long_naps_ns; /* naps of --long-ms or more, summed */
+
 static void *sleeper(void *arg)
 {
 	uint64_t start = now_ns();
@@ -164,9 +170,14 @@ static void *sleeper(void *arg)
 	(void)arg;
 	pthread_barrier_wait(&started);
 	while (now_ns() < deadline_ns) {
-		uint64_t left = deadline_ns - now_ns();
+		uint64_t left = deadline_ns - now_ns(), t = now_ns(), took;
 
 		descend(opt.sleep_depth, chunk && chunk < left ? chunk : left);
+		took = now_ns() - t;
+		/* a slow machine wakes a short nap late */
+		if (opt.long_ms && took >= (uint64_t)opt.long_ms * 1000000ULL)
+			__atomic_fetch_add(&long_naps_ns, took,
+					   __ATOMIC_RELAXED);
 	}
 	record("sleep", start);
 	return NULL;
@@ -305,16 +316,48 @@ static void *execer(void *arg)
 	exit(1);
 }
 
+/* One of many threads of a big idle server: asleep, waking once a second
+ * (each at its own moment) until the process ends. */
+static void *napper(void *arg)
+{
+	struct timespec ts = {0, (long)((uintptr_t)arg % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+	ts = (struct timespec){1, 0};
+	for (;;)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+static int start_nappers(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int i;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (i = 0; i < opt.nappers; i++)
+		if (pthread_create(&t, &attr, napper, (void *)(uintptr_t)i)) {
+			perror("pthread_create");
+			return -1;
+		}
+	pthread_attr_destroy(&attr);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
 		"usage: workload [--spin N] [--sleep N] [--sleep-ms MS] "
-		"[--disk N] [--lock N]\n"
+		"[--long-ms MS] [--disk N] [--lock N]\n"
 		"                [--pingpong PAIRS] [--sleep-depth FRAMES] "
 		"                [--churn PER_SEC] [--churn-us US] "
 		"[--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
-		"[--exec-thread PROGRAM]\n");
+		"[--exec-thread PROGRAM]\n"
+		"                [--nappers N]\n");
 	return 2;
 }
 
@@ -334,6 +377,10 @@ static int parse(int argc, char **argv)
 			opt.sleep = atoi(v);
 		else if (strcmp(a, "--sleep-ms") == 0)
 			opt.sleep_ms = atol(v);
+		else if (strcmp(a, "--nappers") == 0)
+			opt.nappers = atoi(v);
+		else if (strcmp(a, "--long-ms") == 0)
+			opt.long_ms = atol(v);
 		else if (strcmp(a, "--sleep-depth") == 0)
 			opt.sleep_depth = atoi(v);
 		else if (strcmp(a, "--disk") == 0)
@@ -383,6 +430,7 @@ static void write_report(uint64_t start)
 	getrusage(RUSAGE_SELF, &ru);
 	fprintf(f, "pid %d\n", getpid());
 	fprintf(f, "churned %llu\n", churned);
+	fprintf(f, "long_naps_ns %llu\n", (unsigned long long)long_naps_ns);
 	fprintf(f, "rusage_ns %llu\n",
 		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
 				1000000000ULL +
@@ -434,6 +482,8 @@ int main(int argc, char **argv)
 		pthread_create(&threads[n++], NULL, churner, NULL);
 	if (opt.exec_thread)
 		pthread_create(&threads[n++], NULL, execer, NULL);
+	if (start_nappers())
+		return 1;
 	pthread_barrier_wait(&started);
 	printf("ready %d\n", getpid());
 	fflush(stdout);

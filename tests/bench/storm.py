@@ -10,26 +10,29 @@ Loads (--load):
   switches  --pairs pairs of threads ping-ponging a byte through pipes
             (the context-switch rate is read from /proc/stat);
   bigproc   one process of --threads threads, each asleep and waking
-            once a second; --max-threads sets MaxThreads (below the
-            thread count: a process beyond it).
+            once a second, all dying at once at the end (the process
+            exits); --max-threads sets MaxThreads (below the thread
+            count: a process beyond it).
 
 Printed every --sample seconds: collectd's RSS and its anonymous part,
 the storm's rate (exits or context switches a second); at the end: the
-slope of the RSS after the first minute, reads (median and slowest),
+slope of the RSS after the first three minutes (the first flushes fill
+caches), reads (median and slowest),
 the exit ring's fullest, every drop counter, collectd's CPU time, and the
 spinner's on-CPU time against its schedstat over the whole storm.
 
-It asserts nothing (a benchmark).  Needs root.
+It asserts nothing (a benchmark) except in --smoke: a 20 s storm of 2,000
+threads a second, with PASS/FAIL lines that fail only when a figure could
+not be measured.  Needs root.
 
     WC_BUILD_DIR=build python3 tests/bench/storm.py --load threads
-        [--minutes 10] [--rate 10000]
+        [--minutes 10] [--rate 10000] [--smoke]
 """
 import argparse
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -41,18 +44,6 @@ DROPS = ("exits_dropped", "threads_lost", "threads_untracked",
          "stack_counts_full", "window_weights_dropped",
          "window_stacks_dropped", "stacks_lost")
 
-BIGPROC = """
-import sys, threading, time
-threading.stack_size(65536)
-stop = threading.Event()
-def nap():
-    while not stop.wait(1.0):
-        pass
-for _ in range(int(sys.argv[1])):
-    threading.Thread(target=nap, daemon=True).start()
-print("ready", flush=True)
-time.sleep(float(sys.argv[2]))
-"""
 
 
 def status_kib(pid):
@@ -97,16 +88,13 @@ def start_load(env, a, seconds):
         return [subprocess.Popen(["sh", "-c",
                                   "while :; do /bin/true; done"])
                 for _ in range(a.jobs)]
-    p = subprocess.Popen([sys.executable, "-c", BIGPROC, str(a.threads),
-                          str(seconds)], stdout=subprocess.PIPE, text=True)
-    p.stdout.readline()
-    return [p]
+    return [env.workload("wcw_bigproc", "--nappers", str(a.threads),
+                         "--sleep", "1", "--seconds", str(seconds)).proc]
 
 
-def slope_mib_h(series):
-    """MiB an hour, least squares over (seconds, KiB) after the first
-    minute."""
-    pts = [(t, k) for t, k in series if t >= 60]
+def slope_mib_h(series, after):
+    """MiB an hour, least squares over (seconds, KiB) from after on."""
+    pts = [(t, k) for t, k in series if t >= after]
     if len(pts) < 3:
         return float("nan")
     mt = statistics.mean(t for t, _ in pts)
@@ -149,12 +137,13 @@ def run(a):
             p.wait()
         n = len(cd.csv("", "derive", "exits"))
         cd.wait_rows("", "derive", "exits", n + 2, 10)
-        report(a, cd, ss, spin, (t0, t1), series,
-               (last(cd, "derive", "exits") - exits0, ctxt() - cs0,
-                cpu_s(cd.pid) - cpu0))
+        measured = report(a, cd, ss, spin, (t0, t1), series,
+                          (last(cd, "derive", "exits") - exits0,
+                           ctxt() - cs0, cpu_s(cd.pid) - cpu0))
         spin.kill()
         ss.stop()
         cd.stop()
+    return measured
 
 
 def report(a, cd, ss, spin, span, series, totals):
@@ -165,10 +154,15 @@ def report(a, cd, ss, spin, span, series, totals):
             if t0 < t < t1]
     print(f"# storm {a.load}: {exits / (t1 - t0):.0f} exits/s, "
           f"{cs / (t1 - t0):.0f} context switches/s over {t1 - t0:.0f} s")
+    if not series:
+        print("# storm: nothing measured")
+        return {}
+    # the first flushes (a minute apart) fill the caches and the window
+    warm = min(180, (t1 - t0) / 3)
     print(f"# RSS {series[0][1] / 1024:.1f} MiB at {series[0][0]:.0f} s, "
           f"{series[-1][1] / 1024:.1f} at {series[-1][0]:.0f} s, most "
-          f"{max(k for _, k in series) / 1024:.1f}; slope after the first "
-          f"minute {slope_mib_h(series):+.2f} MiB/hour")
+          f"{max(k for _, k in series) / 1024:.1f}; slope from {warm:.0f} s "
+          f"on {slope_mib_h(series, warm):+.2f} MiB/hour")
     if reads:
         print(f"# reads: median {statistics.median(reads) * 1e3:.1f} ms, "
               f"slowest {max(reads) * 1e3:.1f} ms ({len(reads)} reads); "
@@ -184,13 +178,16 @@ def report(a, cd, ss, spin, span, series, totals):
     got = counter_window(on, ts[0], ts[-1]) if len(ts) >= 2 else None
     a_, b_ = (ss.at(spin.pid, got[1]), ss.at(spin.pid, got[2])) if got \
         else (None, None)
+    out = {"exits": exits, "reads": len(reads)}
     if a_ and b_:
         want = (b_[0] - a_[0]) / 1e3
+        out["spinner"] = pct(got[0], want)
         print(f"# spinner: {got[0] / 1e6:.2f} s on-CPU against schedstat's "
-              f"{want / 1e6:.2f} s ({pct(got[0], want):+.2f} %) over "
+              f"{want / 1e6:.2f} s ({out['spinner']:+.2f} %) over "
               f"{got[2] - got[1]:.0f} s")
     else:
         print("# spinner: not measured (no reads in the storm)")
+    return out
 
 
 def main():
@@ -204,7 +201,18 @@ def main():
     ap.add_argument("--threads", type=int, default=10000)
     ap.add_argument("--max-threads", type=int, default=0)
     ap.add_argument("--sample", type=float, default=30)
-    run(ap.parse_args())
+    ap.add_argument("--smoke", action="store_true")
+    a = ap.parse_args()
+    if not a.smoke:
+        run(a)
+        return
+    a.load, a.minutes, a.rate, a.sample = "threads", 1 / 3, 2000, 5
+    m = run(a)
+    for what, ok in (("exits counted", m.get("exits", 0) > 0),
+                     ("reads timed", m.get("reads", 0) > 0),
+                     ("the spinner measured", "spinner" in m)):
+        print(f"{'PASS' if ok else 'FAIL'}: storm.py smoke: {what}")
+    sys.exit(0 if len(m) == 3 else 1)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,11 @@ import os
 import random
 import re
 import subprocess
-import sys
 import time
 
 import wctest
-from wctest import (Env, case, done, leaked_bpf, require_built, skip,
-                    wait_until)
+from wctest import (Env, case, done, fuse_server, helper_pids, leaked_bpf,
+                    require_built, wait_until)
 
 INTERVAL = 1
 FLUSH = 1
@@ -75,31 +74,21 @@ def stop(cd):
 
 def helper_wchan(parent):
     """What the symbolizer's helper of collectd parent waits in."""
-    for comm in glob.glob("/proc/[0-9]*/comm"):
-        d = os.path.dirname(comm)
+    for pid in helper_pids(parent):
         try:
-            with open(comm) as f, open(d + "/stat") as g, \
-                    open(d + "/wchan") as w:
-                if (f.read().strip() == "wallclock-symd" and
-                        int(g.read().rsplit(")", 1)[1].split()[1]) ==
-                        parent):
-                    return w.read()
+            with open(f"/proc/{pid}/wchan") as w:
+                return w.read()
         except OSError:
             pass
     return ""
 
 
 def stop_while_stuck():
-    import wcfuse
     with Env("faults-fuse") as env:
-        mnt = os.path.join(env.root, "mnt")
-        os.makedirs(mnt)
-        try:
-            fs = wcfuse.FuseServer(mnt, ["/bin/true"]).start()
-        except (RuntimeError, OSError) as e:
-            skip("stop while stuck", f"cannot mount FUSE here: {e}")
+        fs = fuse_server(env.root, ["/bin/true"], "stop while stuck")
+        if not fs:
             return
-        wctest._cleanups.append(fs.stop)
+        mnt = fs.mountpoint
         cd = start_collectd(env)
         env.workload("wcw_before", "--spin", "1", "--seconds", "60")
         wait_until(lambda: glob.glob(os.path.join(cd.spool, "*.svg")), 10,
@@ -148,7 +137,6 @@ def stop_at_random():
 
 require_built()
 ONLY = os.environ.get("CHECK_ONLY")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 for test in (stop_while_stuck, stop_at_random):
     if not ONLY or ONLY == test.__name__:
         test()

@@ -34,7 +34,8 @@ import sys
 import time
 
 import wctest
-from wctest import Env, case, done, require_built, skip, wait_until
+from wctest import (Env, case, done, fuse_server, helper_pids,
+                    require_built, skip, wait_until)
 
 NOBODY = 65534
 INTERVAL = 1
@@ -171,21 +172,6 @@ def sysctl(name, value):
 
 CAPS_KEPT = (1 << 19) | (1 << 2) | (1 << 40)  # SYS_PTRACE, DAC_READ_SEARCH,
 #                                              CHECKPOINT_RESTORE
-
-
-def helper_pids(parent):
-    out = []
-    for comm in glob.glob("/proc/[0-9]*/comm"):
-        pid = comm.split("/")[2]
-        try:
-            with open(comm) as f, open(f"/proc/{pid}/stat") as g:
-                if (f.read().strip() == "wallclock-symd" and
-                        int(g.read().rsplit(")", 1)[1].split()[1]) ==
-                        parent):
-                    out.append(pid)
-        except OSError:
-            pass
-    return out
 
 
 def status_fields(pid):
@@ -505,17 +491,12 @@ def many_mappings(nproc=20, nmaps=64000, seconds=20):
 # --- 7 ----------------------------------------------------------------------
 
 def fuse_that_hangs():
-    import wcfuse
     with Env("sec-fuse") as env:
-        mnt = os.path.join(env.root, "mnt")
-        os.makedirs(mnt)
-        try:
-            fs = wcfuse.FuseServer(mnt, ["/bin/true"]).start()
-        except (RuntimeError, OSError) as e:
-            skip("fuse: a mapped file whose reads never return",
-                 f"cannot mount a FUSE filesystem here: {e}")
+        fs = fuse_server(env.root, ["/bin/true"],
+                         "fuse: a mapped file whose reads never return")
+        if not fs:
             return
-        wctest._cleanups.append(fs.stop)
+        mnt = fs.mountpoint
         cd = start_collectd(env)
         named = env.workload("wcw_named", "--spin", "1", "--seconds", "120")
         wait_group(cd, "wcw_named", pred=lambda fr: "burn_cpu" in fr)

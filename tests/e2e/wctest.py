@@ -233,6 +233,39 @@ class Collectd:
                           timeout)
 
 
+def helper_pids(parent):
+    """The pids of the symbolizer's helpers (wallclock-symd) of a collectd."""
+    out = []
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        pid = comm.split("/")[2]
+        try:
+            with open(comm) as f, open(f"/proc/{pid}/stat") as g:
+                if (f.read().strip() == "wallclock-symd" and
+                        int(g.read().rsplit(")", 1)[1].split()[1]) ==
+                        parent):
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def fuse_server(root, files, label):
+    """A FUSE server (wcfuse.py) serving copies of files in root/mnt,
+    stopped at the end; None, said in a SKIP line, where no FUSE
+    filesystem can be mounted."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import wcfuse
+    mnt = os.path.join(root, "mnt")
+    os.makedirs(mnt)
+    try:
+        fs = wcfuse.FuseServer(mnt, files).start()
+    except (RuntimeError, OSError) as e:
+        skip(label, f"cannot mount a FUSE filesystem here: {e}")
+        return None
+    _cleanups.append(fs.stop)
+    return fs
+
+
 def wait_until(pred, timeout, step=0.05):
     end = time.time() + timeout
     while time.time() < end:
