@@ -6,11 +6,11 @@ unixsock writers (Interval 1).  The group's RRD files exist; for each
 one-second step of the busy period, the rate `rrdtool fetch` reports
 (microseconds per second) matches the rate the csv counters give over the
 same step within 5 % (placing the csv rows where the rrdtool plugin does:
-at the dispatch time rounded to the second); the on-CPU rate is what three
-spinners can get on this machine's CPUs (less what other work took
-meanwhile, measured in /proc/stat) and what the kernel's schedstat says
-they got; and `collectdctl getval` answers for the group over the unix
-socket with a rate.
+at the dispatch time rounded to the second); the on-CPU rate is no more
+than three spinners can get on this machine's CPUs, and what the kernel's
+schedstat says they got (what other work took meanwhile, measured in
+/proc/stat, is printed); and `collectdctl getval` answers for the group
+over the unix socket with a rate.
 """
 import math
 import os
@@ -98,7 +98,7 @@ with Env("rrd") as env:
          r.returncode == 0 and getval is not None and 0 < getval <= cap,
          f"rc {r.returncode}: {r.stdout!r} {r.stderr!r}")
     # How much of the machine other work took meanwhile (tests and builds
-    # may run side by side): the spinners can only get the rest.
+    # may run side by side), for the record.
     t_a = w.started + 1
     time.sleep(max(0.0, t_a - time.time()))
     busy_a, on_a = cpu_busy_s(), task_schedstat(w.pid)[0]
@@ -114,7 +114,6 @@ with Env("rrd") as env:
 
     ncpu = os.cpu_count()
     busy = min(SPIN, ncpu) * 1e6
-    free = max(0.0, min(1.0, (ncpu - others) / min(SPIN, ncpu)))
     print(f"# other work took {others:.2f} of {ncpu} CPUs")
     rrd_dir = os.path.join(cd.rrd_dir, HOST, "wallclock-wcw_rrd")
     want = {f"wallclock_us-{k}.rrd" for k in
@@ -151,10 +150,12 @@ with Env("rrd") as env:
         if slot == "oncpu" and known:
             t0, t1 = known[0][0] - 1, known[-1][0]
             mean = sum(v for _, v in known) / len(known)
-            case(f"oncpu rate is what {SPIN} spinners get on {ncpu} CPUs "
-                 f"({0.75 * busy * free:.3g} to {1.025 * busy:.3g} us/s)",
-                 0.75 * busy * free <= mean <= 1.025 * busy,
-                 f"{mean:.0f} us/s")
+            # what the spinners got of the CPUs is the scheduler's
+            # business (two hogs in sessions of their own took all but
+            # 0.6 of 2 CPUs once): the kernel's count below is the truth
+            case(f"oncpu rate is at most what {SPIN} spinners can get on "
+                 f"{ncpu} CPUs (0 to {1.025 * busy:.3g} us/s)",
+                 0 < mean <= 1.025 * busy, f"{mean:.0f} us/s")
             k0, k1 = ss.at(w.pid, t0), ss.at(w.pid, t1)
             if case("schedstat covers the RRD rows", k0 and k1,
                     f"{t0}..{t1}"):
