@@ -22,12 +22,13 @@ passed=0 failed=0 skipped=0
 
 # run NAME CMD...: run one test program, echo its output, count its cases
 run() {
-	local name=$1 out rc p f s
+	local name=$1 out rc p f s t0=$SECONDS
 	shift
 	echo "=== $name"
 	out=$("$@" 2>&1)
 	rc=$?
 	printf '%s\n' "$out" | tee -a "$LOG"
+	echo "# $name took $((SECONDS - t0)) s"
 	p=$(grep -c '^PASS: ' <<<"$out")
 	f=$(grep -c '^FAIL: ' <<<"$out")
 	s=$(grep -c '^SKIP: ' <<<"$out")

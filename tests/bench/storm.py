@@ -14,10 +14,12 @@ Loads (--load):
             exits); --max-threads sets MaxThreads (below the thread
             count: a process beyond it).
 
-Printed every --sample seconds: collectd's RSS and its anonymous part,
-the storm's rate (exits or context switches a second); at the end: the
-slope of the RSS after the first three minutes (the first flushes fill
-caches), reads (median and slowest),
+Printed every --sample seconds: collectd's RSS, its anonymous part and
+the symbolizer's cache (symbol tables and process mappings, a cache
+bounded by its own budget that grows as new programs are seen), the
+storm's rate (exits or context switches a second); at the end: the
+slope of the RSS, and of the RSS less the cache, after the first three
+minutes (the first flushes fill caches), reads (median and slowest),
 the exit ring's fullest, every drop counter, collectd's CPU time, and the
 spinner's on-CPU time against its schedstat over the whole storm.
 
@@ -117,16 +119,20 @@ def run(a):
         procs = start_load(env, a, seconds)
         exits0, cs0, cpu0 = last(cd, "derive", "exits"), ctxt(), cpu_s(
             cd.pid)
-        series, prev = [], (t0, exits0, cs0)
-        print(f"# storm {a.load}: {a.minutes} min; t, RSS, anon, rate")
+        series, rest, prev = [], [], (t0, exits0, cs0)
+        print(f"# storm {a.load}: {a.minutes} min; t, RSS, anon, symbol "
+              "cache, rate")
         while time.time() - t0 < seconds:
             time.sleep(min(a.sample, seconds - (time.time() - t0)))
             now, ex, cs = time.time(), last(cd, "derive", "exits"), ctxt()
             st = status_kib(cd.pid)
+            sym = last(cd, "bytes", "symbol_cache") / 1024
             series.append((now - t0, st["VmRSS"]))
+            rest.append((now - t0, st["VmRSS"] - sym))
             dt = now - prev[0]
             print(f"#   {now - t0:6.0f} s  RSS {st['VmRSS'] / 1024:6.1f} MiB"
-                  f"  anon {st['RssAnon'] / 1024:6.1f} MiB  exits "
+                  f"  anon {st['RssAnon'] / 1024:6.1f} MiB  symbols "
+                  f"{sym / 1024:5.1f} MiB  exits "
                   f"{(ex - prev[1]) / dt:8.0f}/s  switches "
                   f"{(cs - prev[2]) / dt:8.0f}/s", flush=True)
             prev = (now, ex, cs)
@@ -137,7 +143,7 @@ def run(a):
             p.wait()
         n = len(cd.csv("", "derive", "exits"))
         cd.wait_rows("", "derive", "exits", n + 2, 10)
-        measured = report(a, cd, ss, spin, (t0, t1), series,
+        measured = report(a, cd, ss, spin, (t0, t1), (series, rest),
                           (last(cd, "derive", "exits") - exits0,
                            ctxt() - cs0, cpu_s(cd.pid) - cpu0))
         spin.kill()
@@ -146,8 +152,9 @@ def run(a):
     return measured
 
 
-def report(a, cd, ss, spin, span, series, totals):
+def report(a, cd, ss, spin, span, rss, totals):
     t0, t1 = span
+    series, rest = rss
     exits, cs, cpu = totals
     reads = [v for t, v in cd.csv("", "duration", "read") if t0 < t < t1]
     fill = [v for t, v in cd.csv("", "percent", "exit_ring_fill")
@@ -162,7 +169,10 @@ def report(a, cd, ss, spin, span, series, totals):
     print(f"# RSS {series[0][1] / 1024:.1f} MiB at {series[0][0]:.0f} s, "
           f"{series[-1][1] / 1024:.1f} at {series[-1][0]:.0f} s, most "
           f"{max(k for _, k in series) / 1024:.1f}; slope from {warm:.0f} s "
-          f"on {slope_mib_h(series, warm):+.2f} MiB/hour")
+          f"on {slope_mib_h(series, warm):+.2f} MiB/hour; less the symbol "
+          f"cache {rest[0][1] / 1024:.1f} MiB at {rest[0][0]:.0f} s, "
+          f"{rest[-1][1] / 1024:.1f} at {rest[-1][0]:.0f} s, slope "
+          f"{slope_mib_h(rest, warm):+.2f} MiB/hour")
     if reads:
         print(f"# reads: median {statistics.median(reads) * 1e3:.1f} ms, "
               f"slowest {max(reads) * 1e3:.1f} ms ({len(reads)} reads); "
