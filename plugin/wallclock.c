@@ -251,7 +251,8 @@ static void submit_self(void)
 	submit_derive("threads_lost", s.acct.threads_lost);
 	submit_derive("threads_untracked", s.acct.threads_untracked);
 	submit_derive("groups_taken_over", s.acct.groups_taken_over);
-	submit_derive("read_errors", ctx.read_errors);
+	submit_derive("read_errors",
+		      __atomic_load_n(&ctx.read_errors, __ATOMIC_RELAXED));
 	if (s.stacks)
 		submit_derive("weights_unowned", s.weights_unowned);
 	submit_gauge("threads", s.acct.threads);
@@ -272,9 +273,12 @@ static void submit_self(void)
 
 static void read_failed(const char *err)
 {
-	if (ctx.read_errors++ % READ_ERROR_EVERY == 0)
+	/* the exit drain fails outside ctx.lock */
+	uint64_t n = __atomic_add_fetch(&ctx.read_errors, 1, __ATOMIC_RELAXED);
+
+	if ((n - 1) % READ_ERROR_EVERY == 0)
 		WARNING(PLUGIN " plugin: read failed (%" PRIu64 " so far): %s",
-			ctx.read_errors, err);
+			n, err);
 }
 
 /* A failing read is logged and counted but reported as success: collectd
@@ -302,20 +306,25 @@ static int wc_read_cb(user_data_t *ud)
 /* What a drain between reads empties: the stack tables or the exit ring. */
 struct drain {
 	int (*fn)(struct wc_engine *e, char *err, size_t errlen);
+	bool serialised; /* with the read callback, under ctx.lock */
 };
 
-static const struct drain drain_stacks = {wc_engine_drain};
-static const struct drain drain_exits = {wc_engine_drain_exits};
+static const struct drain drain_stacks = {wc_engine_drain, true};
+static const struct drain drain_exits = {wc_engine_drain_exits, false};
 
 static int wc_drain_cb(user_data_t *ud)
 {
 	const struct drain *d = ud->data;
 	char err[512];
 
-	pthread_mutex_lock(&ctx.lock);
+	/* the exit drain locks inside the engine, and runs while a read
+	 * flushes: a slow flush must not fill the exit ring */
+	if (d->serialised)
+		pthread_mutex_lock(&ctx.lock);
 	if (d->fn(ctx.engine, err, sizeof(err)))
 		read_failed(err);
-	pthread_mutex_unlock(&ctx.lock);
+	if (d->serialised)
+		pthread_mutex_unlock(&ctx.lock);
 	return 0;
 }
 

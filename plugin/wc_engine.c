@@ -1,4 +1,5 @@
 /* wc_engine.c - see wc_engine.h. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,6 +28,9 @@
  * hostile mappings slows the names, never the metrics. */
 #define DRAIN_SYM_MS 50
 #define FLUSH_SYM_MS 1000
+/* Processes noted in one drain; beyond, they are noted at once, under
+ * the lock. */
+#define MAX_NOTES 4096
 
 /* A counter of what a bound cost, and when it was last said. */
 struct limit {
@@ -54,10 +58,17 @@ struct wc_engine {
 	 * know yet (born since the last read): placed at the next read */
 	struct deferred *deferred;
 	uint32_t ndeferred, max_deferred;
+	/* processes whose mappings the symbolizer should read while they
+	 * live: read after the lock is let go, as the helper may be slow */
+	pid_t *notes;
+	uint32_t nnotes, max_notes;
 	bool between_reads;
 	/* limits hit, said at most once a minute each (see report_limits) */
 	struct limit exits_dropped, untracked, stacks_full;
 	unsigned caps_missing;
+	/* the account and the collector, against an exit drain that may run
+	 * while a flush writes (see wc_engine.h) */
+	pthread_mutex_t lock;
 };
 
 struct deferred {
@@ -119,6 +130,30 @@ static void let_go(void *arg, uint64_t hash)
 	wc_collector_let_go(e->collector, hash);
 }
 
+static void note_later(struct wc_engine *e, pid_t pid)
+{
+	if (e->nnotes && e->notes[e->nnotes - 1] == pid)
+		return;
+	if (e->nnotes < e->max_notes)
+		e->notes[e->nnotes++] = pid;
+	else
+		wc_flush_note(e->flush, pid);
+}
+
+/* Outside the lock: the symbolizer's helper may take up to its deadline,
+ * and exits must drain meanwhile. */
+static void note_now(struct wc_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->nnotes; i++) {
+		if (i + 4 < e->nnotes)
+			wc_flush_prefetch_note(e->flush, e->notes[i + 4]);
+		wc_flush_note(e->flush, e->notes[i]);
+	}
+	e->nnotes = 0;
+}
+
 static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 {
 	struct wc_engine *e = arg;
@@ -126,7 +161,7 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 
 	/* while the process lives: it may be gone by the flush */
 	if (k->ustack > 1)
-		wc_flush_note(e->flush, (pid_t)k->tgid);
+		note_later(e, (pid_t)k->tgid);
 	if (!group && e->between_reads && e->ndeferred < e->max_deferred) {
 		e->deferred[e->ndeferred++] = (struct deferred){*k, w};
 		return;
@@ -154,7 +189,6 @@ static void on_weights(void *arg, const struct wc_stack_key *k,
 		m = n - i < WEIGHT_BATCH ? n - i : WEIGHT_BATCH;
 		for (j = i; j < i + m; j++) {
 			wc_account_prefetch_group(e->account, k[j].tgid);
-			wc_flush_prefetch_note(e->flush, (pid_t)k[j].tgid);
 			wc_stacks_prefetch(e->stacks, &k[j]);
 		}
 		for (j = i; j < i + m; j++)
@@ -186,9 +220,12 @@ int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen)
 
 	if (!e->stacks)
 		return 0;
+	pthread_mutex_lock(&e->lock);
 	e->between_reads = true;
 	rc = drain(e, err, errlen);
 	e->between_reads = false;
+	pthread_mutex_unlock(&e->lock);
+	note_now(e);
 	return rc;
 }
 
@@ -204,8 +241,13 @@ static void on_late_records(void *arg, const struct wc_task_rec *recs,
 
 int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen)
 {
-	return wc_collector_drain_exits(e->collector, on_late_records, e, err,
-					errlen);
+	int rc;
+
+	pthread_mutex_lock(&e->lock);
+	rc = wc_collector_drain_exits(e->collector, on_late_records, e, err,
+				      errlen);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
 }
 
 /* What a limit cost since it was last said, if a minute has passed. */
@@ -263,7 +305,7 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
+static int read_locked(struct wc_engine *e, char *err, size_t errlen)
 {
 	uint64_t start = mono_ns(), at = real_ns();
 	int rc;
@@ -287,6 +329,16 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 		e->walked = true;
 	report_limits(e, start);
 	e->read_ns = mono_ns() - start;
+	return rc;
+}
+
+int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->lock);
+	rc = read_locked(e, err, errlen);
+	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
 
@@ -315,15 +367,23 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 {
 	int rc;
 
+	pthread_mutex_lock(&e->lock);
 	*drained = drain(e, err, errlen);
 	wc_collector_new_window(e->collector);
 	wc_flush_begin(e->flush);
 	wc_flush_allow(e->flush, FLUSH_SYM_MS);
 	wc_account_foreach(e->account, flush_group, e->flush);
+	pthread_mutex_unlock(&e->lock);
+	/* the long part (symbols, files) touches neither the account nor
+	 * the collector: exits drain meanwhile, or a slow flush would fill
+	 * their ring */
+	note_now(e);
 	rc = wc_flush_write(e->flush, e->stacks, when);
+	pthread_mutex_lock(&e->lock);
 	wc_stacks_next_window(e->stacks, let_go, e);
 	e->let_go_ns = mono_ns();
 	e->walked = false;
+	pthread_mutex_unlock(&e->lock);
 	give_back_memory();
 	return rc;
 }
@@ -370,7 +430,9 @@ static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
 
 	e->max_deferred = e->cfg->stack_entries;
 	e->deferred = calloc(e->max_deferred, sizeof(*e->deferred));
-	if (!e->deferred ||
+	e->max_notes = MAX_NOTES;
+	e->notes = calloc(e->max_notes, sizeof(*e->notes));
+	if (!e->deferred || !e->notes ||
 	    wc_stacks_new(n, n, WINDOW_STACK_BYTES, &e->stacks))
 		return wc_err(err, errlen,
 			      "out of memory for %u stacks (StackStorage)",
@@ -422,9 +484,11 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 	if (!e)
 		return wc_err(err, errlen, "out of memory");
 	e->cfg = cfg;
+	pthread_mutex_init(&e->lock, NULL);
 	wc_selector_init(&e->selector, cfg, NULL);
 	aopts.selector = &e->selector;
 	if (wc_account_new(&aopts, &e->account)) {
+		pthread_mutex_destroy(&e->lock);
 		free(e);
 		return wc_err(err, errlen,
 			      "out of memory for %u threads (MaxThreads)",
@@ -450,10 +514,11 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 	return 0;
 }
 
-void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
-			     void *arg)
+void wc_engine_foreach_group(struct wc_engine *e, wc_group_fn fn, void *arg)
 {
+	pthread_mutex_lock(&e->lock);
 	wc_account_foreach(e->account, fn, arg);
+	pthread_mutex_unlock(&e->lock);
 }
 
 uint64_t wc_engine_read_at(const struct wc_engine *e)
@@ -461,7 +526,7 @@ uint64_t wc_engine_read_at(const struct wc_engine *e)
 	return e->read_at_ns;
 }
 
-void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
+static void self_locked(const struct wc_engine *e, struct wc_self_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	wc_collector_counters(e->collector, &out->bpf);
@@ -485,6 +550,13 @@ void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out)
 	out->stacks_copied = e->stacks_copied;
 }
 
+void wc_engine_self(struct wc_engine *e, struct wc_self_stats *out)
+{
+	pthread_mutex_lock(&e->lock);
+	self_locked(e, out);
+	pthread_mutex_unlock(&e->lock);
+}
+
 void wc_engine_close(struct wc_engine *e)
 {
 	if (!e)
@@ -494,5 +566,7 @@ void wc_engine_close(struct wc_engine *e)
 	wc_flush_free(e->flush);
 	wc_stacks_free(e->stacks);
 	free(e->deferred);
+	free(e->notes);
+	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

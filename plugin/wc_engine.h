@@ -6,7 +6,10 @@
  * writes it, when stacks are on; borrows the configuration, which must outlive
  * the engine.  Front ends (the collectd plugin, command-line tools) call
  * read on their own clock and then walk the groups; neither re-implements
- * the orchestration.  Not thread-safe: one caller at a time.
+ * the orchestration.  Threads: one caller at a time, except that
+ * wc_engine_drain_exits may run in another thread at any moment, even
+ * while a flush writes its files (an internal lock keeps the account and
+ * the collector whole between them).
  */
 #ifndef WC_ENGINE_H
 #define WC_ENGINE_H
@@ -53,14 +56,14 @@ uint64_t wc_engine_read_at(const struct wc_engine *e);
 /* Every second or so: empty the kernel's stack tables into the window, so
  * they need room for that long, not for a whole read interval.  Weights
  * of processes born since the last read wait for the next one, which
- * knows their group.  Serialised with read and flush like every call
- * here. */
+ * knows their group.  The caller serialises it with read and flush. */
 int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen);
 
 /* As often as exits may come: take the final records of threads that died
  * out of the kernel's ring (counted at the next read), so the ring holds
  * the exits of a fraction of a second, not of a whole read interval.
- * Serialised like the rest. */
+ * From any thread, at any time: a flush held up by slow symbols does not
+ * hold it up. */
 int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen);
 
 /* After a read: if FlushInterval has passed since the last flush (or the
@@ -76,9 +79,8 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
 		    size_t errlen);
 
-void wc_engine_foreach_group(const struct wc_engine *e, wc_group_fn fn,
-			     void *arg);
-void wc_engine_self(const struct wc_engine *e, struct wc_self_stats *out);
+void wc_engine_foreach_group(struct wc_engine *e, wc_group_fn fn, void *arg);
+void wc_engine_self(struct wc_engine *e, struct wc_self_stats *out);
 void wc_engine_close(struct wc_engine *e);
 
 #endif /* WC_ENGINE_H */

@@ -14,22 +14,35 @@ static uint32_t slot_of(const struct wc_idmap *m, uint64_t key)
 	return (uint32_t)key & m->mask;
 }
 
+#define MIN_SLOTS 64
+
+static int alloc_slots(struct wc_idmap *m, uint64_t slots)
+{
+	m->keys = calloc(slots, sizeof(*m->keys));
+	m->vals = calloc(slots, sizeof(*m->vals));
+	if (!m->keys || !m->vals) {
+		free(m->keys);
+		free(m->vals);
+		m->keys = NULL;
+		m->vals = NULL;
+		return -1;
+	}
+	m->mask = (uint32_t)(slots - 1);
+	return 0;
+}
+
 int wc_idmap_init(struct wc_idmap *m, uint32_t max_entries)
 {
 	uint64_t cap = 2;
 
+	*m = (struct wc_idmap){0};
 	if (max_entries == 0 || max_entries > (1u << 30))
 		return -1;
 	while (cap < 2 * (uint64_t)max_entries)
 		cap <<= 1;
-	m->keys = calloc(cap, sizeof(*m->keys));
-	m->vals = calloc(cap, sizeof(*m->vals));
-	if (!m->keys || !m->vals) {
-		wc_idmap_free(m);
+	if (alloc_slots(m, cap < MIN_SLOTS ? cap : MIN_SLOTS))
 		return -1;
-	}
-	m->mask = (uint32_t)(cap - 1);
-	m->count = 0;
+	m->max_mask = (uint32_t)(cap - 1);
 	m->max_entries = max_entries;
 	return 0;
 }
@@ -76,6 +89,29 @@ void wc_idmap_prefetch(const struct wc_idmap *m, uint64_t key)
 	__builtin_prefetch(&m->vals[i]);
 }
 
+/* Twice the slots, every key placed again; false if there was no memory
+ * (the old arrays are kept). */
+static bool grow(struct wc_idmap *m)
+{
+	struct wc_idmap old = *m;
+	uint32_t i, at;
+
+	if (alloc_slots(m, 2 * ((uint64_t)old.mask + 1))) {
+		*m = old;
+		return false;
+	}
+	for (i = 0; i <= old.mask; i++) {
+		if (!old.keys[i])
+			continue;
+		find(m, old.keys[i], &at);
+		m->keys[at] = old.keys[i];
+		m->vals[at] = old.vals[i];
+	}
+	free(old.keys);
+	free(old.vals);
+	return true;
+}
+
 int wc_idmap_put(struct wc_idmap *m, uint64_t key, uint32_t val)
 {
 	uint32_t i;
@@ -85,6 +121,12 @@ int wc_idmap_put(struct wc_idmap *m, uint64_t key, uint32_t val)
 	if (!find(m, key, &i)) {
 		if (m->count >= m->max_entries)
 			return -1;
+		/* at most half full, so probe runs end at an empty slot */
+		if (2 * ((uint64_t)m->count + 1) > (uint64_t)m->mask + 1) {
+			if (m->mask == m->max_mask || !grow(m))
+				return -1;
+			find(m, key, &i);
+		}
 		m->keys[i] = key;
 		m->count++;
 	}

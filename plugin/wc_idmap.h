@@ -1,10 +1,14 @@
 /*
- * wc_idmap.h - a fixed-capacity hash from non-zero 64-bit keys to 32-bit
- * values (slab indexes).
+ * wc_idmap.h - a hash from non-zero 64-bit keys to 32-bit values (slab
+ * indexes), for at most max_entries keys.
  *
- * Owns: its two arrays, sized once at init for at most max_entries keys
- * (load factor at most 1/2), so it never reallocates and never grows past
- * its bound: a put into a full map fails and the caller counts it.
+ * Owns: its two arrays.  They start small and double as keys arrive
+ * (load factor at most 1/2), up to the size max_entries needs and never
+ * past it; they never shrink.  The bounds are what the options allow, and
+ * a table sized for them up front is touched a page at a time by keys
+ * hashed all over it: the RSS would creep towards the bound for hours.
+ * Sized by use, it follows the most keys held at once.  A put into a full
+ * map (or one that cannot grow) fails and the caller counts it.
  * Linear probing with backward-shift deletion: no tombstones, so lookups
  * stay short under endless churn.
  */
@@ -19,6 +23,7 @@ struct wc_idmap {
 	uint64_t *keys; /* 0 = empty slot */
 	uint32_t *vals;
 	uint32_t mask;
+	uint32_t max_mask; /* the size max_entries needs, less one */
 	uint32_t count;
 	uint32_t max_entries;
 };

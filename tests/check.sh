@@ -60,6 +60,7 @@ run "fuzz" tests/fuzz/run.sh --seconds 5
 run "engine" "$BUILD/tests/test_engine" "$BUILD/tests/workload"
 run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
 run "cycle" "$BUILD/tests/test_cycle" "$BUILD/tests/workload"
+run "cycle tsan" "$BUILD/tests/test_cycle_tsan" "$BUILD/tests/workload"
 
 for t in "$SRC"/tests/e2e/test_*.py; do
 	run "e2e $(basename "$t")" python3 "$t"

@@ -1,16 +1,21 @@
 /*
  * test_cycle.c - one whole life of the profiler under LeakSanitizer (built
- * with -fsanitize=address): open with stacks, reads, exit drains, stack
- * drains and flushes to a spool while a workload spins, sleeps and makes
- * threads, then close.  Every allocation must be freed by then (LSan fails
- * the program at exit otherwise), the spool must hold the flushes, and no
- * BPF program of ours may be left loaded.  Needs root.
+ * with -fsanitize=address): open with stacks, reads, stack drains and
+ * flushes to a spool while a workload spins, sleeps and makes threads,
+ * then close; exits drain in a thread of their own meanwhile, as collectd
+ * runs them.  Every allocation must be freed by then (LSan fails the
+ * program at exit otherwise), the spool must hold the flushes, and no BPF
+ * program of ours may be left loaded.  Built again with the whole core
+ * under ThreadSanitizer (test_cycle_tsan), which fails the program on a
+ * data race between the exit drain and the rest.  Needs root.
  *
  *   test_cycle WORKLOAD
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,29 @@
 #include "wc_engine.h"
 
 static const char *workload;
+
+/* The exit drain's thread: ten times a second, as the plugin's. */
+struct drainer {
+	struct wc_engine *e;
+	atomic_bool stop;
+	atomic_int failures;
+	int runs;
+};
+
+static void *drain_exits(void *arg)
+{
+	struct drainer *d = arg;
+	struct timespec tick = {0, 10000000};
+	char err[256];
+
+	while (!atomic_load(&d->stop)) {
+		if (wc_engine_drain_exits(d->e, err, sizeof(err)))
+			atomic_fetch_add(&d->failures, 1);
+		d->runs++;
+		nanosleep(&tick, NULL);
+	}
+	return NULL;
+}
 
 static pid_t start_workload(void)
 {
@@ -81,6 +109,8 @@ static void run_cycle(struct wc_config *cfg, int *flushes)
 {
 	struct wc_engine *e = NULL;
 	struct timespec tick = {0, 100000000};
+	struct drainer d = {0};
+	pthread_t t;
 	char err[1024];
 	pid_t w;
 	int i, status;
@@ -90,10 +120,11 @@ static void run_cycle(struct wc_config *cfg, int *flushes)
 		printf("  %s\n", err);
 		return;
 	}
+	d.e = e;
+	CHECK(pthread_create(&t, NULL, drain_exits, &d) == 0);
 	w = start_workload();
 	for (i = 1; i <= 60; i++) {
 		nanosleep(&tick, NULL);
-		CHECK(wc_engine_drain_exits(e, err, sizeof(err)) == 0);
 		if (i % 10)
 			continue;
 		CHECK(wc_engine_read(e, err, sizeof(err)) == 0);
@@ -102,6 +133,11 @@ static void run_cycle(struct wc_config *cfg, int *flushes)
 						  sizeof(err)) == 1;
 	}
 	waitpid(w, &status, 0);
+	atomic_store(&d.stop, true);
+	pthread_join(t, NULL);
+	printf("# %d exit drains beside, %d failed\n", d.runs,
+	       atomic_load(&d.failures));
+	CHECK(d.runs > 0 && atomic_load(&d.failures) == 0);
 	wc_engine_close(e);
 }
 

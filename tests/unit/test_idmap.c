@@ -1,5 +1,5 @@
 /*
- * test_idmap.c - the fixed-capacity id map: put/get/del, its bounds, and
+ * test_idmap.c - the id map: put/get/del, its bounds, growth, and
  * backward-shift deletion under long random churn, checked against a
  * plain array that cannot get collisions wrong.
  */
@@ -82,10 +82,38 @@ static void test_init_bounds(void)
 
 	CHECK(wc_idmap_init(&m, 0) == -1);
 	CHECK(wc_idmap_init(&m, (1u << 30) + 1) == -1);
-	/* At most half full, so probe runs always end at an empty slot. */
 	CHECK(wc_idmap_init(&m, 1000) == 0);
-	CHECK(m.mask + 1 >= 2000 && ((m.mask + 1) & m.mask) == 0);
 	CHECK(m.max_entries == 1000 && m.count == 0);
+	wc_idmap_free(&m);
+}
+
+/* The arrays follow the keys held, not the bound: a map for a million
+ * keys holding a hundred stays small (its RSS would otherwise creep to
+ * the bound's 12 MiB as keys hashed all over it touch page after page),
+ * and at its bound it is at most half full, so probe runs always end at
+ * an empty slot. */
+static void test_sized_by_use(void)
+{
+	struct wc_idmap m;
+	uint32_t i;
+
+	CHECK(wc_idmap_init(&m, 1u << 20) == 0);
+	CHECK(m.mask + 1 <= 64);
+	for (i = 0; i < 100; i++)
+		CHECK(wc_idmap_put(&m, key_of(i), i) == 0);
+	CHECK(m.mask + 1 >= 200 && m.mask + 1 <= 256);
+	for (i = 0; i < 100; i++)
+		CHECK(has(&m, key_of(i), i));
+	wc_idmap_free(&m);
+
+	CHECK(wc_idmap_init(&m, 1000) == 0);
+	for (i = 0; i < 1000; i++)
+		CHECK(wc_idmap_put(&m, key_of(i), i) == 0);
+	CHECK(wc_idmap_put(&m, key_of(1000), 1000) == -1);
+	CHECK(m.mask + 1 >= 2000 && m.mask + 1 <= 2048 &&
+	      ((m.mask + 1) & m.mask) == 0);
+	for (i = 0; i < 1000; i++)
+		CHECK(has(&m, key_of(i), i));
 	wc_idmap_free(&m);
 }
 
@@ -224,6 +252,7 @@ int main(void)
 	RUN(test_put_get_overwrite_del);
 	RUN(test_key_zero_rejected);
 	RUN(test_init_bounds);
+	RUN(test_sized_by_use);
 	RUN(test_full_map);
 	RUN(test_churn_large);
 	RUN(test_churn_tiny);
