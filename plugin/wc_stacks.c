@@ -24,6 +24,12 @@ struct order {
 	uint32_t i;   /* into w */
 };
 
+/* One process's run of entries in that order, and what it weighs. */
+struct proc_run {
+	uint32_t start, n, tgid;
+	uint64_t oncpu, offcpu;
+};
+
 #define RADIX_BITS 11
 #define RADIX_PASSES 5 /* of the key's 54 bits: pids stay below 2^22 */
 
@@ -52,6 +58,7 @@ struct wc_stacks {
 	struct weight *w;	  /* max_weights */
 	struct names names;
 	struct order *order, *sorted; /* max_weights each, the walk's */
+	struct proc_run *runs;	      /* max_weights, the walk's */
 	uint32_t *radix;	      /* 1 << RADIX_BITS counts */
 	uint32_t nw, max_weights;
 	struct wc_idmap widx; /* weight key -> index into w */
@@ -83,10 +90,12 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 	s->wkeys = calloc(max_weights, sizeof(*s->wkeys));
 	s->order = malloc(max_weights * sizeof(*s->order));
 	s->sorted = malloc(max_weights * sizeof(*s->sorted));
+	s->runs = malloc(max_weights * sizeof(*s->runs));
 	s->radix = malloc((1u << RADIX_BITS) * sizeof(*s->radix));
 	s->held = calloc(max_stacks, sizeof(*s->held));
 	s->free_list = calloc(max_stacks, sizeof(*s->free_list));
-	if (!s->w || !s->wkeys || !s->order || !s->sorted || !s->radix ||
+	if (!s->w || !s->wkeys || !s->order || !s->sorted || !s->runs ||
+	    !s->radix ||
 	    !s->held || !s->free_list ||
 	    wc_idmap_init(&s->widx, max_weights) ||
 	    wc_idmap_init(&s->sidx, max_stacks)) {
@@ -116,6 +125,7 @@ void wc_stacks_free(struct wc_stacks *s)
 	free(s->wkeys);
 	free(s->order);
 	free(s->sorted);
+	free(s->runs);
 	free(s->radix);
 	free(s->held);
 	free(s->free_list);
@@ -335,8 +345,48 @@ static bool radix_pass(uint32_t *count, const struct order *a,
 	return true;
 }
 
+static int busier(const void *x, const void *y)
+{
+	const struct proc_run *a = x, *b = y;
+
+	if (a->oncpu != b->oncpu)
+		return a->oncpu < b->oncpu ? 1 : -1;
+	if (a->offcpu != b->offcpu)
+		return a->offcpu < b->offcpu ? 1 : -1;
+	return a->tgid < b->tgid ? -1 : a->tgid > b->tgid;
+}
+
+/* Processes in a sorted walk, busiest first, from a into b: a flush whose
+ * symbol budget runs out has named the hot paths. */
+static const struct order *busiest_first(struct wc_stacks *s,
+					 const struct order *a,
+					 struct order *b)
+{
+	uint32_t i, j, nruns = 0, at = 0;
+
+	for (i = 0; i < s->nw; i++) {
+		const struct weight *w = &s->w[a[i].i];
+		struct proc_run *r = &s->runs[nruns ? nruns - 1 : 0];
+
+		if (!nruns || r->tgid != w->tgid) {
+			r = &s->runs[nruns++];
+			*r = (struct proc_run){.start = i, .tgid = w->tgid};
+		}
+		r->n++;
+		if (w->kind == WC_ONCPU)
+			r->oncpu += w->weight;
+		else
+			r->offcpu += w->weight;
+	}
+	qsort(s->runs, nruns, sizeof(*s->runs), busier);
+	for (i = 0; i < nruns; i++)
+		for (j = 0; j < s->runs[i].n; j++)
+			b[at++] = a[s->runs[i].start + j];
+	return b;
+}
+
 /* The walk's order: a radix sort, least significant digit first, so equal
- * keys keep the order they were added in. */
+ * keys keep the order they were added in; then whole processes moved. */
 static const struct order *sort_order(struct wc_stacks *s)
 {
 	struct order *a = s->order, *b = s->sorted, *t;
@@ -358,7 +408,7 @@ static const struct order *sort_order(struct wc_stacks *s)
 		a = b;
 		b = t;
 	}
-	return a;
+	return busiest_first(s, a, b);
 }
 
 /* The walk's reads are all misses (the weights in their new order, then

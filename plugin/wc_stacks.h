@@ -4,7 +4,7 @@
  *
  * Owns: the window's weights per (group, process, kind, user stack, kernel
  * stack), and a copy of every stack they name, keyed by the kernel's hash.
- * Both are bounded at creation (weights by count, with 16 bytes each of
+ * Both are bounded at creation (weights by count, with 64 bytes each of
  * scratch for a walk, their group names stored once per window; stacks by
  * count and bytes); a weight that does not
  * fit is counted and its time is left to its group's remainder line in the
@@ -75,9 +75,12 @@ int wc_stacks_put(struct wc_stacks *s, uint64_t hash,
 bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 		   struct wc_stack_view *out);
 
-/* The window's weights by process, and within one by a 32-bit fold of the
- * user stack's hash, so that a user stack's weights follow each other (a
- * symbolizer's caches then stay hot); in the same order every time. */
+/* The window's weights by process, the processes with the most on-CPU
+ * weight first (then the most off-CPU, then by PID), and within one by a
+ * 32-bit fold of the user stack's hash, so that a user stack's weights
+ * follow each other (a symbolizer's caches then stay hot, and a budget
+ * for symbols is spent on the busiest first); in the same order every
+ * time. */
 typedef void (*wc_stack_entry_fn)(void *arg, const struct wc_stack_entry *e);
 void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg);
 

@@ -154,6 +154,36 @@ static void test_walk_by_process(void)
 	wc_stacks_free(s);
 }
 
+/* A flush's symbol budget goes to the hot paths first: processes by
+ * on-CPU weight, then off-CPU, then PID; each still in one run. */
+static void test_busiest_first(void)
+{
+	static const struct {
+		uint32_t tgid, kind;
+		uint64_t w;
+	} in[] = {
+		{5, WC_SLEEP, 1000}, {7, WC_ONCPU, 5},	{9, WC_ONCPU, 20},
+		{5, WC_SLEEP, 1000}, {7, WC_ONCPU, 5},	{9, WC_SLEEP, 1},
+		{3, WC_SLEEP, 10},   {8, WC_SLEEP, 10}, {7, WC_BLOCKED, 1},
+	};
+	static const uint32_t want[] = {9, 9, 7, 7, 7, 5, 5, 3, 8};
+	struct walk w = {0};
+	struct wc_stacks *s;
+	uint32_t i;
+
+	CHECK(wc_stacks_new(64, 64, 1 << 20, &s) == 0);
+	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct wc_stack_key k = key(in[i].tgid, in[i].kind, i + 1, i);
+
+		CHECK(wc_stacks_add(s, "app", &k, in[i].w) == 0);
+	}
+	wc_stacks_foreach(s, note_order, &w);
+	CHECK(w.n == sizeof(want) / sizeof(want[0]));
+	for (i = 0; i < w.n; i++)
+		CHECK(w.tgid[i] == want[i]);
+	wc_stacks_free(s);
+}
+
 struct by_group {
 	uint64_t w[100];
 	uint32_t bad;
@@ -369,6 +399,7 @@ int main(void)
 	check_prog = "test_stackstore";
 	RUN(test_weights_merge);
 	RUN(test_walk_by_process);
+	RUN(test_busiest_first);
 	RUN(test_group_names);
 	RUN(test_weights_bound);
 	RUN(test_stacks_held_across_windows);
