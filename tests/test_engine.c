@@ -303,6 +303,11 @@ static void check_life_totals(const struct wc_group_view *g,
 {
 	unsigned long long slack = r->after_ns;
 
+	printf("# life: on %.4f s (rusage %.4f), runq %.4f s (report %.4f), "
+	       "wall %.4f s (report %.4f, slack %.4f)\n",
+	       g->time_ns[WC_T_ONCPU] / 1e9, r->died_ns / 1e9,
+	       g->time_ns[WC_T_RUNQ] / 1e9, r->runq_ns / 1e9,
+	       wall_of(g) / 1e9, r->wall_ns / 1e9, slack / 1e9);
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->died_ns, 0.01);
 	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * r->runq_ns &&
 	      g->time_ns[WC_T_RUNQ] <= 1.03 * r->runq_ns + slack);
