@@ -72,11 +72,6 @@ def cpu_s(pid):
     return (int(p[11]) + int(p[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def last(cd, type_, tinst):
-    rows = cd.csv("", type_, tinst)
-    return rows[-1][1] if rows else 0
-
-
 def start_load(env, a, seconds):
     """The storm's processes: a list of Popen-like objects to kill."""
     if a.load == "threads":
@@ -117,16 +112,16 @@ def run(a):
         ss = SchedSampler([spin.pid], period=0.2)
         t0 = time.time()
         procs = start_load(env, a, seconds)
-        exits0, cs0, cpu0 = last(cd, "derive", "exits"), ctxt(), cpu_s(
+        exits0, cs0, cpu0 = cd.last("", "derive", "exits"), ctxt(), cpu_s(
             cd.pid)
         series, rest, prev = [], [], (t0, exits0, cs0)
         print(f"# storm {a.load}: {a.minutes} min; t, RSS, anon, symbol "
               "cache, rate")
         while time.time() - t0 < seconds:
             time.sleep(min(a.sample, seconds - (time.time() - t0)))
-            now, ex, cs = time.time(), last(cd, "derive", "exits"), ctxt()
+            now, ex, cs = time.time(), cd.last("", "derive", "exits"), ctxt()
             st = status_kib(cd.pid)
-            sym = last(cd, "bytes", "symbol_cache") / 1024
+            sym = cd.last("", "bytes", "symbol_cache") / 1024
             series.append((now - t0, st["VmRSS"]))
             rest.append((now - t0, st["VmRSS"] - sym))
             dt = now - prev[0]
@@ -144,7 +139,7 @@ def run(a):
         n = len(cd.csv("", "derive", "exits"))
         cd.wait_rows("", "derive", "exits", n + 2, 10)
         measured = report(a, cd, ss, spin, (t0, t1), (series, rest),
-                          (last(cd, "derive", "exits") - exits0,
+                          (cd.last("", "derive", "exits") - exits0,
                            ctxt() - cs0, cpu_s(cd.pid) - cpu0))
         spin.kill()
         ss.stop()
@@ -178,11 +173,11 @@ def report(a, cd, ss, spin, span, rss, totals):
               f"slowest {max(reads) * 1e3:.1f} ms ({len(reads)} reads); "
               f"exit ring at most {max(fill, default=0):.0f} % full; "
               f"collectd CPU {cpu:.1f} s ({100 * cpu / (t1 - t0):.1f} %)")
-    print("# drops: " + ", ".join(f"{d} {last(cd, 'derive', d):.0f}"
+    print("# drops: " + ", ".join(f"{d} {cd.last('', 'derive', d):.0f}"
                                   for d in DROPS))
-    print(f"# groups {last(cd, 'gauge', 'groups'):.0f}, threads "
-          f"{last(cd, 'gauge', 'threads'):.0f}, processes "
-          f"{last(cd, 'gauge', 'processes'):.0f}")
+    print(f"# groups {cd.last('', 'gauge', 'groups'):.0f}, threads "
+          f"{cd.last('', 'gauge', 'threads'):.0f}, processes "
+          f"{cd.last('', 'gauge', 'processes'):.0f}")
     on = cd.csv("wcw_stspin", "wallclock_us", "oncpu")
     ts = [t for t, _ in on if t0 + 2 < t < t1]
     got = counter_window(on, ts[0], ts[-1]) if len(ts) >= 2 else None

@@ -119,11 +119,6 @@ def stop_while_stuck():
         fs.stop()
 
 
-def last(cd, type_, tinst):
-    rows = cd.csv("", type_, tinst)
-    return rows[-1][1] if rows else 0.0
-
-
 def drain_while_stuck():
     with Env("faults-drain") as env:
         fs = fuse_server(env.root, ["/bin/true"], "drain while stuck")
@@ -136,7 +131,7 @@ def drain_while_stuck():
                    0.2)
         fs.hang(True)
         t0 = time.time()
-        exits0, dropped0, stalls0 = (last(cd, "derive", t) for t in (
+        exits0, dropped0, stalls0 = (cd.last("", "derive", t) for t in (
             "exits", "exits_dropped", "symbolizer_stalls"))
         stuck = subprocess.Popen([HOSTILE, "--map-exec",
                                   os.path.join(fs.mountpoint, "true"),
@@ -147,14 +142,14 @@ def drain_while_stuck():
 
         # a stall: the helper's deadline passed on a request
         def stalls():
-            return last(cd, "derive", "symbolizer_stalls") - stalls0
+            return cd.last("", "derive", "symbolizer_stalls") - stalls0
         stalled = wait_until(lambda: stalls() >= 1, 30, 0.2)
         # the reads after carry what was drained meanwhile
         n = len(cd.csv("", "derive", "exits"))
         cd.wait_rows("", "derive", "exits", n + 2, 10)
         t1 = time.time()
-        exits = last(cd, "derive", "exits") - exits0
-        dropped = last(cd, "derive", "exits_dropped") - dropped0
+        exits = cd.last("", "derive", "exits") - exits0
+        dropped = cd.last("", "derive", "exits_dropped") - dropped0
         print(f"# drain while stuck: {stalls():.0f} waits of 2 s on the "
               f"helper; {exits:.0f} exits in {t1 - t0:.1f} s, "
               f"{dropped:.0f} final records dropped")

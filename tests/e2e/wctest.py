@@ -222,6 +222,11 @@ class Collectd:
         rows.sort()
         return rows
 
+    def last(self, group, type_, tinst="", default=0.0):
+        """The newest value of one identifier, or default if none yet."""
+        rows = self.csv(group, type_, tinst)
+        return rows[-1][1] if rows else default
+
     def groups(self):
         base = os.path.join(self.csv_dir, HOST)
         return sorted(d[len("wallclock-"):] for d in os.listdir(base)

@@ -44,7 +44,7 @@ with Env("vmspool") as env:
         os.path.join(cd.spool, "wallclock-*.folded"))), 10)
     rc = cd.stop()
     case("collectd exits cleanly", rc == 0, f"exit status {rc}")
-    sym = {t: (cd.csv("", "derive", f"symbolizer_{t}") or [(0, 0)])[-1][1]
+    sym = {t: cd.last("", "derive", f"symbolizer_{t}")
            for t in ("starts", "stalls", "crashes", "skipped")}
     print("# symbolizer: " + ", ".join(f"{k} {v:.0f}" for k, v in
                                        sym.items()))
