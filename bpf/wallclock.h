@@ -5,7 +5,7 @@
  * Owns: the thread states time is charged to, the per-thread record the task
  * iterator and the exit ring buffer emit, and the per-CPU event counters.
  * Both sides include it; change it only together with bpf/wallclock.bpf.c and
- * plugin/wc_collector.c.
+ * plugin/core/wc_collector.c.
  *
  * Units are in the names: every time is nanoseconds of one thread's time.
  * On-CPU time is the kernel's own sum_exec_runtime and the rest is measured

@@ -16,5 +16,5 @@ if [ ! -f Makefile ]; then
 	"$SRC/configure" -q
 fi
 make -s -j"$(nproc)" >/dev/null
-make -s -j"$(nproc)" tests/workload tests/hostile tests/test_engine >/dev/null
+make -s -j"$(nproc)" tests/workload tests/hostile tests/bpf/test_engine >/dev/null
 echo "$BUILD"

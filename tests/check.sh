@@ -44,7 +44,7 @@ run() {
 ( cd "$BUILD" && make -s -j"$(nproc)" check >"$BUILD/make-check.out" 2>&1 )
 make_check=$?
 before=$failed
-for t in "$BUILD"/tests/unit/test_*.log; do
+for t in "$BUILD"/tests/unit/*/test_*.log; do
 	run "unit $(basename "$t" .log)" cat "$t"
 done
 if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
@@ -53,14 +53,17 @@ if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
 	failed=$((failed + 1))
 fi
 
+# The folders of plugin/ call only downwards
+run "layers" python3 tests/layers.py
+
 # Every parser of outside input under libFuzzer, a few seconds each (long
 # runs: make fuzz), its saved crashing inputs first
 run "fuzz" tests/fuzz/run.sh --seconds 5
 
-run "engine" "$BUILD/tests/test_engine" "$BUILD/tests/workload"
-run "stacks" "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
-run "cycle" "$BUILD/tests/test_cycle" "$BUILD/tests/workload"
-run "cycle tsan" "$BUILD/tests/test_cycle_tsan" "$BUILD/tests/workload"
+run "engine" "$BUILD/tests/bpf/test_engine" "$BUILD/tests/workload"
+run "stacks" "$BUILD/tests/bpf/test_stacks" "$BUILD/tests/workload"
+run "cycle" "$BUILD/tests/bpf/test_cycle" "$BUILD/tests/workload"
+run "cycle tsan" "$BUILD/tests/bpf/test_cycle_tsan" "$BUILD/tests/workload"
 
 for t in "$SRC"/tests/e2e/test_*.py; do
 	run "e2e $(basename "$t")" python3 "$t"

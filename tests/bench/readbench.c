@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../plugin/wc_engine.h"
+#include "engine/wc_engine.h"
 
 #define MAX_READS 10000
 

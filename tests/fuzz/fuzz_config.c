@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wc_config.h"
+#include "core/wc_config.h"
 
 #define MAX_VALS 8
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wc_sym_elf.h"
-#include "wc_sym_tab.h"
+#include "sym/wc_sym_elf.h"
+#include "sym/wc_sym_tab.h"
 
 #define BUDGET (256u << 10)
 

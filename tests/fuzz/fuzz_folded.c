@@ -9,8 +9,8 @@
 #include <zlib.h>
 
 #include "fuzz.h"
-#include "wc_merge.h"
-#include "wc_svg.h"
+#include "cli/wc_merge.h"
+#include "render/wc_svg.h"
 
 struct sink {
 	size_t bytes;

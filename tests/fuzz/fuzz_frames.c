@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wc_folded.h"
-#include "wc_merge.h"
-#include "wc_name.h"
-#include "wc_text.h"
+#include "stacks/wc_folded.h"
+#include "cli/wc_merge.h"
+#include "util/wc_name.h"
+#include "util/wc_text.h"
 
 #define MAX_FRAMES 64
 

@@ -4,8 +4,8 @@
  * on a format change or on a kernel with odd symbols takes collectd down.
  */
 #include "fuzz.h"
-#include "wc_sym_kallsyms.h"
-#include "wc_sym_tab.h"
+#include "sym/wc_sym_kallsyms.h"
+#include "sym/wc_sym_tab.h"
 
 #define BUDGET (256u << 10)
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "fuzz.h"
-#include "wc_sym_proc.h"
+#include "sym/wc_sym_proc.h"
 
 static void maps(const uint8_t *data, size_t size, size_t cap, uint64_t limit)
 {

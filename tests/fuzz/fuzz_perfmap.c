@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wc_sym_perfmap.h"
-#include "wc_sym_tab.h"
+#include "sym/wc_sym_perfmap.h"
+#include "sym/wc_sym_tab.h"
 
 #define BUDGET (64u << 10)
 

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "wc_sym_fetch.h"
-#include "wc_sym_tab.h"
-#include "wc_sym_wire.h"
+#include "sym/wc_sym_fetch.h"
+#include "sym/wc_sym_tab.h"
+#include "sym/wc_sym_wire.h"
 
 #define BUDGET (64u << 10)
 

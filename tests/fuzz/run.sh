@@ -34,21 +34,23 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 # The code under test: every parser of outside input and what it needs.
-CORE=(wc_sym_tab wc_sym_elf wc_sym_perfmap wc_sym_kallsyms wc_sym_proc
-	wc_sym_wire wc_sym_fetch wc_config wc_select wc_name wc_log wc_merge
-	wc_folded wc_svg wc_text)
+CORE=(sym/wc_sym_tab sym/wc_sym_elf sym/wc_sym_perfmap sym/wc_sym_kallsyms
+	sym/wc_sym_proc sym/wc_sym_wire sym/wc_sym_fetch core/wc_config
+	core/wc_select util/wc_name util/wc_log cli/wc_merge stacks/wc_folded
+	render/wc_svg util/wc_text)
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE
-	-I$SRC/plugin -I$SRC/bpf $SAN"
+	-I$SRC -I$SRC/plugin $SAN"
 LIBS="$(pkg-config --libs libelf zlib)"
 
 build() {
-	local f objs=()
+	local f o objs=()
 	mkdir -p "$out/obj" || return 1
 	for f in "${CORE[@]}"; do
-		objs+=("$out/obj/$f.o")
+		o=$out/obj/$(basename "$f").o
+		objs+=("$o")
 		clang $CFLAGS -fsanitize=fuzzer-no-link -c \
-			"$SRC/plugin/$f.c" -o "$out/obj/$f.o" || return 1
+			"$SRC/plugin/$f.c" -o "$o" || return 1
 	done
 	rm -f "$out/obj/libcore.a"
 	ar rcs "$out/obj/libcore.a" "${objs[@]}" || return 1

@@ -30,8 +30,8 @@ run() {
 }
 
 echo "# guest: kernel $kernel, $(nproc) CPUs"
-run "$BUILD/tests/test_engine" "$BUILD/tests/workload"
-run "$BUILD/tests/test_stacks" "$BUILD/tests/workload"
+run "$BUILD/tests/bpf/test_engine" "$BUILD/tests/workload"
+run "$BUILD/tests/bpf/test_stacks" "$BUILD/tests/workload"
 run python3 "$SRC/tests/e2e/test_accuracy.py"
 run python3 "$SRC/tests/vm/test_spool.py"
 exit $status

@@ -1,0 +1,572 @@
+/* wc_engine.c - see wc_engine.h. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#include <bpf/libbpf.h>
+
+#include "engine/wc_engine.h"
+#include "engine/wc_caps.h"
+#include "util/wc_log.h"
+#include "core/wc_select.h"
+
+/* Room in the window for weights and stacks, relative to StackStorage
+ * (the kernel's tables, drained every second): a window spans many reads. */
+#define WINDOW_FACTOR 8u
+#define WINDOW_STACK_BYTES (64u << 20)
+/* Stacks let go are freed by a drain that begins this long after, and
+ * after a read's walk: a program that found one held just before runs for
+ * microseconds, and its weight is drained by then; a wait under way that
+ * parked one is named by its record in the walk. */
+#define LET_GO_NS 100000000ULL
+/* What reading processes and files for symbols may take in a drain (every
+ * second, serialised with the read) and in a flush: a host full of
+ * hostile mappings slows the names, never the metrics. */
+#define DRAIN_SYM_MS 50
+#define FLUSH_SYM_MS 1000
+/* Processes noted in one drain; beyond, they are noted at once, under
+ * the lock. */
+#define MAX_NOTES 4096
+
+/* A counter of what a bound cost, and when it was last said. */
+struct limit {
+	uint64_t said;	  /* the count when last said */
+	uint64_t said_ns; /* 0: never */
+};
+
+#define LIMIT_SAY_NS (60 * 1000000000ULL)
+
+struct wc_engine {
+	const struct wc_config *cfg;
+	struct wc_selector selector;
+	struct wc_collector *collector;
+	struct wc_account *account;
+	uint64_t read_ns;
+	uint64_t read_at_ns; /* CLOCK_REALTIME, see wc_engine_read_at */
+	struct wc_stacks *stacks; /* NULL when stacks are off */
+	struct wc_flush *flush;
+	time_t next_flush;
+	uint64_t weights_unowned;
+	uint64_t drain_ns, stacks_copied;
+	uint64_t let_go_ns; /* when stacks were last let go */
+	bool walked;	    /* a read's walk has begun since */
+	/* weights drained between reads whose process the account does not
+	 * know yet (born since the last read): placed at the next read */
+	struct deferred *deferred;
+	uint32_t ndeferred, max_deferred;
+	/* processes whose mappings the symbolizer should read while they
+	 * live: read after the lock is let go, as the helper may be slow */
+	pid_t *notes;
+	uint32_t nnotes, max_notes;
+	bool between_reads;
+	/* limits hit, said at most once a minute each (see report_limits) */
+	struct limit exits_dropped, untracked, stacks_full;
+	unsigned caps_missing;
+	/* the account and the collector, against an exit drain that may run
+	 * while a flush writes (see wc_engine.h) */
+	pthread_mutex_t lock;
+};
+
+struct deferred {
+	struct wc_stack_key k;
+	uint64_t w;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Mark a stack named as in use, if it is held already (one new since
+ * comes with the stack table's next drain). */
+static void keep_stack(struct wc_engine *e, uint64_t hash)
+{
+	if (hash > 1)
+		wc_stacks_has(e->stacks, hash);
+}
+
+static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
+{
+	struct wc_engine *e = arg;
+	size_t i;
+
+	/* the threads' entries are scattered: ask for them all first */
+	for (i = 0; i < n; i++)
+		wc_account_prefetch(e->account, &recs[i]);
+	for (i = 0; i < n; i++) {
+		wc_account_record(e->account, &recs[i]);
+		/* a wait under way will name its parked stack when it ends,
+		 * and an owed wait its kernel stack when it is settled: keep
+		 * them however long that takes */
+		if (!e->stacks)
+			continue;
+		keep_stack(e, recs[i].parked_ustack);
+		keep_stack(e, recs[i].owed_kstack);
+	}
+}
+
+/* A stack the kernel handed over: kept while weights name it, and the
+ * kernel is told, so it names it from then on without storing it again. */
+static void on_stack(void *arg, uint64_t hash, const struct wc_stack *st)
+{
+	struct wc_engine *e = arg;
+
+	e->stacks_copied++;
+	if (hash > 1 && wc_stacks_put(e->stacks, hash, st) == 0)
+		wc_collector_held(e->collector, hash);
+}
+
+static void let_go(void *arg, uint64_t hash)
+{
+	struct wc_engine *e = arg;
+
+	wc_collector_let_go(e->collector, hash);
+}
+
+static void note_later(struct wc_engine *e, pid_t pid)
+{
+	if (e->nnotes && e->notes[e->nnotes - 1] == pid)
+		return;
+	if (e->nnotes < e->max_notes)
+		e->notes[e->nnotes++] = pid;
+	else
+		wc_flush_note(e->flush, pid);
+}
+
+/* Outside the lock: the symbolizer's helper may take up to its deadline,
+ * and exits must drain meanwhile. */
+static void note_now(struct wc_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->nnotes; i++) {
+		if (i + 4 < e->nnotes)
+			wc_flush_prefetch_note(e->flush, e->notes[i + 4]);
+		wc_flush_note(e->flush, e->notes[i]);
+	}
+	e->nnotes = 0;
+}
+
+static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
+{
+	struct wc_engine *e = arg;
+	const char *group = wc_account_group_of(e->account, k->tgid);
+
+	/* while the process lives: it may be gone by the flush */
+	if (k->ustack > 1)
+		note_later(e, (pid_t)k->tgid);
+	if (!group && e->between_reads && e->ndeferred < e->max_deferred) {
+		e->deferred[e->ndeferred++] = (struct deferred){*k, w};
+		return;
+	}
+	if (!group) {
+		e->weights_unowned++;
+		return;
+	}
+	keep_stack(e, k->ustack);
+	keep_stack(e, k->kstack);
+	wc_stacks_add(e->stacks, group, k, w);
+}
+
+/* Weights by the thousand, their entries scattered over several tables:
+ * ask for a batch's first, then add them. */
+#define WEIGHT_BATCH 16
+
+static void on_weights(void *arg, const struct wc_stack_key *k,
+		       const uint64_t *w, size_t n)
+{
+	struct wc_engine *e = arg;
+	size_t i, j, m;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < WEIGHT_BATCH ? n - i : WEIGHT_BATCH;
+		for (j = i; j < i + m; j++) {
+			wc_account_prefetch_group(e->account, k[j].tgid);
+			wc_stacks_prefetch(e->stacks, &k[j]);
+		}
+		for (j = i; j < i + m; j++)
+			on_weight(e, &k[j], w[j]);
+	}
+}
+
+static int drain(struct wc_engine *e, char *err, size_t errlen)
+{
+	uint64_t start = mono_ns();
+	int rc;
+
+	wc_flush_allow(e->flush, DRAIN_SYM_MS);
+	rc = wc_collector_drain_stacks(e->collector, on_weights, e, err,
+				       errlen);
+
+	if (rc == 0)
+		rc = wc_collector_drain_stack_table(e->collector, on_stack, e,
+						    err, errlen);
+	if (rc == 0 && e->walked && start >= e->let_go_ns + LET_GO_NS)
+		wc_stacks_reap(e->stacks);
+	e->drain_ns += mono_ns() - start;
+	return rc;
+}
+
+int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!e->stacks)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	e->between_reads = true;
+	rc = drain(e, err, errlen);
+	e->between_reads = false;
+	pthread_mutex_unlock(&e->lock);
+	note_now(e);
+	return rc;
+}
+
+static void on_late_records(void *arg, const struct wc_task_rec *recs,
+			    size_t n)
+{
+	struct wc_engine *e = arg;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		wc_account_record_late(e->account, &recs[i]);
+}
+
+int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->lock);
+	rc = wc_collector_drain_exits(e->collector, on_late_records, e, err,
+				      errlen);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+/* What a limit cost since it was last said, if a minute has passed. */
+static void say_limit(struct limit *l, uint64_t count, uint64_t now,
+		      const char *what, const char *why)
+{
+	if (count == l->said || (l->said_ns && now - l->said_ns < LIMIT_SAY_NS))
+		return;
+	wc_log(WC_LOG_WARN, "%llu %s%s: %s",
+	       (unsigned long long)(count - l->said), what,
+	       l->said_ns ? " in the last minute or so" : "", why);
+	l->said = count;
+	l->said_ns = now;
+}
+
+static void report_limits(struct wc_engine *e, uint64_t now)
+{
+	struct wc_account_stats a;
+	struct wc_counters c;
+
+	wc_collector_counters(e->collector, &c);
+	wc_account_stats(e->account, &a);
+	say_limit(&e->exits_dropped, c.v[WC_CNT_EXITS_DROPPED], now,
+		  "final records of exited threads dropped",
+		  "the exit ring was full (raise ExitBufferKiB); their last "
+		  "moments are lost, counted in exits_dropped, "
+		  "exits_dropped_us and threads_lost");
+	say_limit(&e->untracked, a.threads_untracked, now,
+		  "threads or processes not counted",
+		  "MaxThreads was reached (raise it); counted in "
+		  "threads_untracked");
+	if (e->stacks)
+		say_limit(&e->stacks_full, c.v[WC_CNT_STACKS_FULL], now,
+			  "stacks dropped",
+			  "the kernel's stack table was full (raise "
+			  "StackStorage); their time is under [stack table "
+			  "full], counted in stacks_full");
+}
+
+/* Weights deferred since the last read, now that it knows who was born. */
+static void place_deferred(struct wc_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < e->ndeferred; i++)
+		on_weight(e, &e->deferred[i].k, e->deferred[i].w);
+	e->ndeferred = 0;
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int read_locked(struct wc_engine *e, char *err, size_t errlen)
+{
+	uint64_t start = mono_ns(), at = real_ns();
+	int rc;
+
+	wc_account_begin(e->account);
+	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
+	/* the kernel's counters were read between the two: on a busy host
+	 * the read thread may wait tens of milliseconds for a CPU before or
+	 * during the walk, which a stamp taken before it would not see */
+	e->read_at_ns = at + (real_ns() - at) / 2;
+	wc_account_end(e->account);
+	/* after the accounting: processes that died in this read are still
+	 * known, and new ones have their group; the values are not sent
+	 * yet, so their processes are noted at the next drain, not now */
+	if (e->stacks) {
+		wc_flush_allow(e->flush, 0);
+		place_deferred(e);
+	}
+	/* it named the stacks parked by waits under way */
+	if (rc == 0 && start > e->let_go_ns)
+		e->walked = true;
+	report_limits(e, start);
+	e->read_ns = mono_ns() - start;
+	return rc;
+}
+
+int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->lock);
+	rc = read_locked(e, err, errlen);
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+static void flush_group(void *arg, const struct wc_group_view *g)
+{
+	wc_flush_group(arg, g);
+}
+
+/*
+ * A flush's scratch (symbol tables read, sorting, text) is freed when it
+ * ends, but glibc keeps freed memory in the arena of the thread that used
+ * it, and collectd runs the read callback on any of its read threads: each
+ * one's arena would keep a flush's peak.  Hand the free pages back.
+ */
+static void give_back_memory(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
+/* The window's last drain, right after a read (which placed the
+ * processes its weights name), then the file.  *drained: the drain's rc. */
+static int flush_window(struct wc_engine *e, time_t when, int *drained,
+			char *err, size_t errlen)
+{
+	int rc;
+
+	pthread_mutex_lock(&e->lock);
+	*drained = drain(e, err, errlen);
+	wc_collector_new_window(e->collector);
+	wc_flush_begin(e->flush);
+	wc_flush_allow(e->flush, FLUSH_SYM_MS);
+	wc_account_foreach(e->account, flush_group, e->flush);
+	pthread_mutex_unlock(&e->lock);
+	/* the long part (symbols, files) touches neither the account nor
+	 * the collector: exits drain meanwhile, or a slow flush would fill
+	 * their ring */
+	note_now(e);
+	rc = wc_flush_write(e->flush, e->stacks, when);
+	pthread_mutex_lock(&e->lock);
+	wc_stacks_next_window(e->stacks, let_go, e);
+	e->let_go_ns = mono_ns();
+	e->walked = false;
+	pthread_mutex_unlock(&e->lock);
+	give_back_memory();
+	return rc;
+}
+
+int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
+		    size_t errlen)
+{
+	int drained;
+
+	if (!e->stacks)
+		return wc_err(err, errlen, "stacks are off");
+	if (flush_window(e, when, &drained, err, errlen))
+		return wc_err(err, errlen, "the file was not written");
+	/* the file holds what the earlier drains took */
+	if (drained)
+		wc_log(WC_LOG_WARN, "the last drain before the file failed: %s",
+		       err);
+	return 0;
+}
+
+int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
+			  size_t errlen)
+{
+	int drained;
+
+	if (!e->stacks || now < e->next_flush)
+		return 0;
+	/* a file not written is counted (spool_write_errors) and logged */
+	flush_window(e, now, &drained, err, errlen);
+	/* on the interval's grid, so files stay evenly spaced */
+	while (e->next_flush <= now)
+		e->next_flush += e->cfg->flush_interval_s;
+	return drained ? -1 : 1;
+}
+
+static void on_proc_gone(void *arg, uint32_t tgid)
+{
+	wc_flush_gone(arg, (pid_t)tgid);
+}
+
+static int open_stacks(struct wc_engine *e, char *err, size_t errlen)
+{
+	uint32_t n = e->cfg->stack_entries * WINDOW_FACTOR;
+
+	e->max_deferred = e->cfg->stack_entries;
+	e->deferred = calloc(e->max_deferred, sizeof(*e->deferred));
+	e->max_notes = MAX_NOTES;
+	e->notes = calloc(e->max_notes, sizeof(*e->notes));
+	if (!e->deferred || !e->notes ||
+	    wc_stacks_new(n, n, WINDOW_STACK_BYTES, &e->stacks))
+		return wc_err(err, errlen,
+			      "out of memory for %u stacks (StackStorage)",
+			      e->cfg->stack_entries);
+	e->flush = wc_flush_new(e->cfg, err, errlen);
+	if (!e->flush)
+		return -1;
+	wc_account_on_proc_gone(e->account, on_proc_gone, e->flush);
+	e->next_flush = time(NULL) + e->cfg->flush_interval_s;
+	return 0;
+}
+
+/* What the frames will lack for want of a capability, said once. */
+static void say_caps(struct wc_engine *e)
+{
+	char what[1024];
+
+	e->caps_missing = wc_caps_missing(e->stacks != NULL, what,
+					  sizeof(what));
+	if (e->caps_missing)
+		wc_log(WC_LOG_WARN,
+		       "stacks will be less complete: %s (capabilities_missing "
+		       "counts them)",
+		       what);
+}
+
+int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
+		   char *err, size_t errlen)
+{
+	struct wc_collector_opts copts = {
+		.sample_hz = cfg->sample_hz,
+		.kthreads = cfg->kthreads,
+		.exit_ring_kib = wc_config_exit_ring_kib(
+			cfg, libbpf_num_possible_cpus()),
+		.stacks = cfg->stacks,
+		.min_block_us = cfg->min_block_us,
+		.stack_entries = cfg->stack_entries,
+		.held_stacks = cfg->stack_entries * WINDOW_FACTOR,
+		.iterator_only = cfg->iterator_only,
+		.walk_recs = cfg->walk_recs,
+		.walk_fault = cfg->walk_fault,
+	};
+	struct wc_account_opts aopts = {
+		.max_threads = cfg->max_threads,
+		.max_groups = cfg->max_groups,
+	};
+	struct wc_engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return wc_err(err, errlen, "out of memory");
+	e->cfg = cfg;
+	pthread_mutex_init(&e->lock, NULL);
+	wc_selector_init(&e->selector, cfg, NULL);
+	aopts.selector = &e->selector;
+	if (wc_account_new(&aopts, &e->account)) {
+		pthread_mutex_destroy(&e->lock);
+		free(e);
+		return wc_err(err, errlen,
+			      "out of memory for %u threads (MaxThreads)",
+			      cfg->max_threads);
+	}
+	/* the programs first: once loaded they are in /proc/kallsyms, which
+	 * the symbolizer reads when it starts */
+	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
+	    (cfg->stacks && open_stacks(e, err, errlen)) ||
+	    wc_engine_read(e, err, errlen) ||
+	    (cfg->stacks && drain(e, err, errlen))) {
+		wc_engine_close(e);
+		return -1;
+	}
+	say_caps(e);
+	/* what the baseline drain took happened before the counters'
+	 * baseline: not part of the first window */
+	if (e->stacks)
+		wc_stacks_next_window(e->stacks, let_go, e);
+	e->let_go_ns = mono_ns();
+	wc_collector_new_window(e->collector);
+	*out = e;
+	return 0;
+}
+
+void wc_engine_foreach_group(struct wc_engine *e, wc_group_fn fn, void *arg)
+{
+	pthread_mutex_lock(&e->lock);
+	wc_account_foreach(e->account, fn, arg);
+	pthread_mutex_unlock(&e->lock);
+}
+
+uint64_t wc_engine_read_at(const struct wc_engine *e)
+{
+	return e->read_at_ns;
+}
+
+static void self_locked(const struct wc_engine *e, struct wc_self_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	wc_collector_counters(e->collector, &out->bpf);
+	wc_account_stats(e->account, &out->acct);
+	out->read_ns = e->read_ns;
+	out->exit_ring_fill = wc_collector_exit_ring_fill(e->collector);
+	out->table_fill = (double)(out->acct.threads > out->acct.processes
+					   ? out->acct.threads
+					   : out->acct.processes) /
+			  e->cfg->max_threads;
+	out->ncpus = wc_collector_ncpus(e->collector);
+	out->caps_missing = e->caps_missing;
+	wc_collector_walk_stats(e->collector, &out->walk);
+	out->stacks = e->stacks != NULL;
+	if (!e->stacks)
+		return;
+	wc_stacks_stats(e->stacks, &out->window);
+	wc_flush_stats(e->flush, &out->flush);
+	out->weights_unowned = e->weights_unowned;
+	out->drain_ns = e->drain_ns;
+	out->stacks_copied = e->stacks_copied;
+}
+
+void wc_engine_self(struct wc_engine *e, struct wc_self_stats *out)
+{
+	pthread_mutex_lock(&e->lock);
+	self_locked(e, out);
+	pthread_mutex_unlock(&e->lock);
+}
+
+void wc_engine_close(struct wc_engine *e)
+{
+	if (!e)
+		return;
+	wc_collector_close(e->collector);
+	wc_account_free(e->account);
+	wc_flush_free(e->flush);
+	wc_stacks_free(e->stacks);
+	free(e->deferred);
+	free(e->notes);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+}

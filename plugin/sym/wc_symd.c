@@ -1,0 +1,300 @@
+/*
+ * wc_symd.c - wallclock-symd, the symbolizer's helper process: it reads
+ * what local users control (maps, mapped files, debug files, perf maps)
+ * for collectd and answers with plain data, one request at a time, on the
+ * socket it finds as descriptor 3.
+ *
+ *   wallclock-symd --parent PID --wire N [--proc-root DIR]
+ *                  [--debug-root DIR]
+ *   wallclock-symd --check DIR    (confine, then try to write in DIR,
+ *                                  to trace and to signal the caller)
+ *
+ * It is started by wc_sym_src, never by hand.  Whatever a hostile file
+ * does to it (a read that never returns, a parser that crashes) costs
+ * this process: the parent kills it after a deadline and starts another.
+ * It exits when its parent goes away or closes the socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sym/wc_sym_priv.h"
+#include "sym/wc_sym_wire.h"
+
+#define SOCK_FD 3
+
+static struct wc_fetch_ctx ctx = {.proc_root = "/proc",
+				  .debug_root = "/usr/lib/debug"};
+
+/* The caller's table budget: never more than a reply may carry. */
+static size_t budget_of(struct wc_rbuf *r)
+{
+	uint64_t b = wc_rbuf_u64(r);
+
+	return b > WC_FETCH_TABLE_MAX ? WC_FETCH_TABLE_MAX : (size_t)b;
+}
+
+static int op_maps(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	uint64_t known = wc_rbuf_u64(r);
+	struct wc_fetch_maps m;
+	int rc;
+
+	if (r->failed)
+		return -1;
+	rc = wc_fetch_maps(&ctx, pid, known, &m);
+	if (rc == 0)
+		wc_wire_put_maps(out, &m);
+	else if (rc == 1)
+		wc_wire_put_maps(out, &m); /* no mappings: its ids and sig */
+	wc_fetch_maps_free(&m);
+	return rc;
+}
+
+static int op_image(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	struct wc_fetch_image img;
+	struct wc_proc_map m;
+
+	if (!wc_wire_get_map(r, &m) || wc_fetch_image(&ctx, pid, &m, &img))
+		return -1;
+	wc_wire_put_image(out, &img);
+	return 0;
+}
+
+static int op_symbols(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	struct wc_proc_map m;
+	struct wc_symtab t;
+	int rc;
+
+	if (!wc_wire_get_map(r, &m))
+		return -1;
+	wc_symtab_init(&t, budget_of(r), WC_FETCH_UNSIZED_MAX);
+	if (r->failed)
+		return -1;
+	rc = wc_fetch_symbols(&ctx, pid, &m, &t);
+	if (rc == 0)
+		wc_wire_put_symtab(out, &t);
+	wc_symtab_free(&t);
+	return rc;
+}
+
+static int op_vdso(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	uint64_t start = wc_rbuf_u64(r), end = wc_rbuf_u64(r);
+	struct wc_fetch_image img;
+	struct wc_symtab t;
+	char *image = NULL;
+	int rc;
+
+	wc_symtab_init(&t, budget_of(r), WC_FETCH_UNSIZED_MAX);
+	if (r->failed)
+		return -1;
+	rc = wc_fetch_vdso(&ctx, pid, start, end, &image, &img, &t);
+	if (rc == 0) {
+		wc_wbuf_u32(out, (uint32_t)(end - start));
+		wc_wbuf_bytes(out, image, (size_t)(end - start));
+		wc_wire_put_image(out, &img);
+		wc_wire_put_symtab(out, &t);
+	}
+	free(image);
+	wc_symtab_free(&t);
+	return rc;
+}
+
+static int op_perfmap(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r), nspid = (pid_t)wc_rbuf_u32(r);
+	uid_t euid = (uid_t)wc_rbuf_u32(r);
+	bool have_known = wc_rbuf_u32(r);
+	struct wc_file_id known, id;
+	struct wc_symtab t;
+	int rc;
+
+	wc_wire_get_file_id(r, &known);
+	wc_symtab_init(&t, budget_of(r), 1);
+	if (r->failed)
+		return -1;
+	rc = wc_fetch_perfmap(&ctx, pid, nspid, euid,
+			      have_known ? &known : NULL, &t, &id);
+	if (rc == WC_PERFMAP_READ) {
+		wc_wire_put_file_id(out, &id);
+		wc_wire_put_symtab(out, &t);
+	}
+	wc_symtab_free(&t);
+	return rc;
+}
+
+static int dispatch(uint32_t op, struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	switch (op) {
+	case WC_OP_MAPS:
+		return op_maps(r, out);
+	case WC_OP_IMAGE:
+		return op_image(r, out);
+	case WC_OP_SYMBOLS:
+		return op_symbols(r, out);
+	case WC_OP_VDSO:
+		return op_vdso(r, out);
+	case WC_OP_PERFMAP:
+		return op_perfmap(r, out);
+	default:
+		return -2;
+	}
+}
+
+static bool read_full(void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t got = read(SOCK_FD, p, n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return false;
+		p += got;
+		n -= (size_t)got;
+	}
+	return true;
+}
+
+static bool write_full(const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n) {
+		ssize_t put = send(SOCK_FD, p, n, MSG_NOSIGNAL);
+
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put <= 0)
+			return false;
+		p += put;
+		n -= (size_t)put;
+	}
+	return true;
+}
+
+/* One request answered; false when the parent is gone or broke the
+ * protocol (nothing to do but exit). */
+static bool serve_one(struct wc_wbuf *out, char *req)
+{
+	uint32_t head[2], fields[4];
+	struct wc_rbuf r;
+	int32_t rc;
+
+	if (!read_full(head, sizeof(head)) || head[0] > WC_WIRE_REQ_MAX ||
+	    !read_full(req, head[0]))
+		return false;
+	wc_rbuf_init(&r, req, head[0]);
+	wc_wbuf_reset(out, WC_WIRE_REPLY_HEAD);
+	ctx.refused = ctx.over_bounds = ctx.too_big = 0;
+	rc = dispatch(head[1], &r, out);
+	if (rc == -2 || out->failed)
+		return false;
+	fields[0] = (uint32_t)rc;
+	fields[1] = (uint32_t)ctx.refused;
+	fields[2] = (uint32_t)ctx.over_bounds;
+	fields[3] = (uint32_t)ctx.too_big;
+	wc_wbuf_seal(out);
+	memcpy(out->p + 4, fields, sizeof(fields));
+	return write_full(out->p, out->len);
+}
+
+/* Die with the parent, and keep to what this process needs. */
+static int setup(pid_t parent)
+{
+	signal(SIGPIPE, SIG_IGN);
+	/* the death signal after the drop: changing credentials clears it;
+	 * and the parent checked after, in case it went meanwhile */
+	if (wc_sym_priv_drop() || prctl(PR_SET_PDEATHSIG, SIGKILL) ||
+	    getppid() != parent)
+		return -1;
+	return 0;
+}
+
+/* --check: confine this process as a helper, then try what a helper must
+ * not be able to do, and say what happened (the tests read it). */
+static int check(const char *dir)
+{
+	char path[4096];
+	int fd;
+
+	/* results go to a pipe: a file would be refused (RLIMIT_FSIZE) */
+	signal(SIGXFSZ, SIG_IGN);
+	if (wc_sym_priv_drop()) {
+		printf("confine: failed: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/wallclock-symd-check", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	printf("create %s: %s\n", path, fd < 0 ? strerror(errno) : "done");
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+	printf("trace the parent: %s\n",
+	       ptrace(PTRACE_ATTACH, getppid(), 0, 0) ? strerror(errno)
+						       : "done");
+	printf("signal the parent: %s\n",
+	       kill(getppid(), 0) ? strerror(errno) : "done");
+	return 0;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "wallclock-symd: started by the wallclock plugin and "
+			"command, not by hand\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct wc_wbuf out = {0};
+	pid_t parent = 0;
+	int i, wire = 0;
+	char *req;
+
+	if (argc == 3 && !strcmp(argv[1], "--check"))
+		return check(argv[2]);
+	for (i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--parent"))
+			parent = (pid_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--wire"))
+			wire = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--proc-root"))
+			ctx.proc_root = argv[i + 1];
+		else if (!strcmp(argv[i], "--debug-root"))
+			ctx.debug_root = argv[i + 1];
+		else
+			return usage();
+	}
+	if (i != argc || parent <= 0)
+		return usage();
+	if (wire != WC_WIRE_VERSION)
+		return WC_WIRE_EXIT_VERSION;
+	if (setup(parent))
+		return 1;
+	req = malloc(WC_WIRE_REQ_MAX);
+	if (!req)
+		return 1;
+	while (serve_one(&out, req))
+		;
+	free(req);
+	wc_wbuf_free(&out);
+	return 0;
+}
