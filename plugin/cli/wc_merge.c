@@ -2,6 +2,7 @@
  * wc_merge.c - folded files summed into one bounded table of stacks.
  */
 #include "cli/wc_merge.h"
+#include "util/wc_hash.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,16 +13,6 @@
 
 #define OTHER_FRAME ";[other]"
 #define READ_CHUNK (64u << 10)
-
-static uint64_t hash_str(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 int wc_merge_init(struct wc_merge *t, size_t max, const char *group)
 {
@@ -48,7 +39,7 @@ void wc_merge_free(struct wc_merge *t)
 static struct wc_merge_entry *slot(struct wc_merge *t, const char *stack,
 				   size_t len)
 {
-	size_t i = hash_str(stack, len) & (t->cap - 1);
+	size_t i = wc_fnv1a(WC_FNV_SEED, stack, len) & (t->cap - 1);
 
 	while (t->slots[i].stack &&
 	       (strlen(t->slots[i].stack) != len ||

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "render/wc_svg.h"
+#include "util/wc_hash.h"
+#include "util/wc_strtab.h"
 #include "util/wc_text.h"
 
 #define NONE UINT32_MAX
@@ -68,17 +70,11 @@ struct wc_svg {
 	unsigned width;
 	double min_width_px;
 	size_t max_frames;
-	size_t max_bytes;
-	size_t bytes; /* of everything below, within max_bytes */
+	struct wc_budget budget; /* of everything below */
 	char title[WC_SVG_MAX_LABEL + 1];
 	char subtitle[WC_SVG_MAX_LABEL + 1];
 
-	/* interned names, NUL-terminated, named by their offset */
-	char *text;
-	size_t text_len, text_cap;
-	uint32_t *str_slots; /* offset + 1, 0 = empty */
-	uint32_t *str_hash;
-	size_t str_cap, str_count;
+	struct wc_strtab strs; /* frame names */
 
 	/* the tree; node 0 is the root */
 	struct svg_node *nodes;
@@ -108,157 +104,19 @@ static const char *const markers[K_NKINDS] = {
 	[K_IO] = "[off-cpu io]",
 };
 
-/* ---- hashing ---- */
-
-static uint32_t mix32(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return mix32(h);
-}
-
-/* ---- safe text ---- */
-
-/* ---- the byte budget ---- */
-
-static bool budget_has(const struct wc_svg *s, size_t more)
-{
-	return more <= s->max_bytes - s->bytes;
-}
-
-/* Resize an array of sz-byte elements from *cap to ncap within budget. */
-static int resize(struct wc_svg *s, void **buf, size_t *cap, size_t ncap,
-		  size_t sz)
-{
-	void *p;
-
-	if (ncap > *cap && !budget_has(s, (ncap - *cap) * sz))
-		return -1;
-	p = realloc(*buf, ncap * sz);
-	if (!p)
-		return -1;
-	s->bytes = s->bytes - *cap * sz + ncap * sz;
-	*buf = p;
-	*cap = ncap;
-	return 0;
-}
-
-/* Room for need elements: double, or as much as the budget allows. */
-static int grow(struct wc_svg *s, void **buf, size_t *cap, size_t need,
-		size_t sz)
-{
-	size_t allowed = (s->max_bytes - s->bytes) / sz + *cap;
-	size_t ncap = *cap * 2;
-
-	if (need <= *cap)
-		return 0;
-	if (need > allowed)
-		return -1;
-	if (ncap < need)
-		ncap = need;
-	if (ncap > allowed)
-		ncap = allowed;
-	return resize(s, buf, cap, ncap, sz);
-}
-
-/* ---- interned names ---- */
-
-static bool str_find(const struct wc_svg *s, const char *str, size_t n,
-		     uint32_t h, size_t *slot)
-{
-	size_t mask = s->str_cap - 1, i = h & mask;
-
-	while (s->str_slots[i]) {
-		const char *t = s->text + s->str_slots[i] - 1;
-
-		if (s->str_hash[i] == h && strncmp(t, str, n) == 0 && !t[n]) {
-			*slot = i;
-			return true;
-		}
-		i = (i + 1) & mask;
-	}
-	*slot = i;
-	return false;
-}
-
-/* Double the index; the old one stays if there is no room. */
-static int str_rehash(struct wc_svg *s)
-{
-	size_t ncap = s->str_cap * 2, i, j;
-	size_t add = ncap * 2 * sizeof(uint32_t);
-	uint32_t *slots, *hashes;
-
-	/* both indexes are held while moving */
-	if (!budget_has(s, add))
-		return -1;
-	slots = calloc(ncap, sizeof(*slots));
-	hashes = calloc(ncap, sizeof(*hashes));
-	if (!slots || !hashes) {
-		free(slots);
-		free(hashes);
-		return -1;
-	}
-	for (i = 0; i < s->str_cap; i++) {
-		if (!s->str_slots[i])
-			continue;
-		for (j = s->str_hash[i] & (ncap - 1); slots[j];
-		     j = (j + 1) & (ncap - 1))
-			;
-		slots[j] = s->str_slots[i];
-		hashes[j] = s->str_hash[i];
-	}
-	free(s->str_slots);
-	free(s->str_hash);
-	s->bytes += add - s->str_cap * 2 * sizeof(uint32_t);
-	s->str_slots = slots;
-	s->str_hash = hashes;
-	s->str_cap = ncap;
-	return 0;
-}
-
 /* The offset of str (n bytes, safe text), added if new; NONE if no room. */
 static uint32_t intern(struct wc_svg *s, const char *str, size_t n)
 {
-	uint32_t h = hash_bytes(str, n), off;
-	size_t slot;
+	uint32_t off;
 
-	if (str_find(s, str, n, h, &slot))
-		return s->str_slots[slot] - 1;
-	if ((s->str_count + 1) * 2 > s->str_cap) {
-		if (str_rehash(s) < 0)
-			return NONE;
-		str_find(s, str, n, h, &slot);
-	}
-	if (grow(s, (void **)&s->text, &s->text_cap, s->text_len + n + 1, 1))
-		return NONE;
-	memcpy(s->text + s->text_len, str, n);
-	s->text[s->text_len + n] = '\0';
-	off = (uint32_t)s->text_len;
-	s->text_len += n + 1;
-	s->str_slots[slot] = off + 1;
-	s->str_hash[slot] = h;
-	s->str_count++;
-	return off;
+	return wc_strtab_intern(&s->strs, str, n, true, &off) < 0 ? NONE : off;
 }
 
 /* ---- the tree ---- */
 
 static size_t node_home(uint32_t parent, uint32_t name, size_t mask)
 {
-	return mix32((uint64_t)parent << 32 | name) & mask;
+	return wc_mix32((uint64_t)parent << 32 | name) & mask;
 }
 
 static uint32_t node_find(const struct wc_svg *s, uint32_t parent,
@@ -284,7 +142,7 @@ static int node_rehash(struct wc_svg *s)
 	size_t ncap = s->node_slot_cap * 2, mask = ncap - 1, i, j;
 	uint32_t *slots;
 
-	if (!budget_has(s, ncap * sizeof(*slots)))
+	if (!wc_budget_has(&s->budget, ncap * sizeof(*slots)))
 		return -1;
 	slots = calloc(ncap, sizeof(*slots));
 	if (!slots)
@@ -298,7 +156,7 @@ static int node_rehash(struct wc_svg *s)
 		slots[j] = (uint32_t)i + 1;
 	}
 	free(s->node_slots);
-	s->bytes += (ncap - s->node_slot_cap) * sizeof(*slots);
+	s->budget.bytes += (ncap - s->node_slot_cap) * sizeof(*slots);
 	s->node_slots = slots;
 	s->node_slot_cap = ncap;
 	return 0;
@@ -319,11 +177,12 @@ static int node_room(struct wc_svg *s)
 	if (ncap > s->max_frames)
 		ncap = s->max_frames;
 	/* emit sorts every node: room for it is taken as nodes are made */
-	if (s->order_cap < ncap && resize(s, (void **)&s->order, &s->order_cap,
-					  ncap, sizeof(*s->order)))
+	if (s->order_cap < ncap &&
+	    wc_budget_resize(&s->budget, (void **)&s->order, &s->order_cap,
+			     ncap, sizeof(*s->order)))
 		return -1;
-	return resize(s, (void **)&s->nodes, &s->nodes_cap, ncap,
-		      sizeof(*s->nodes));
+	return wc_budget_resize(&s->budget, (void **)&s->nodes, &s->nodes_cap,
+				ncap, sizeof(*s->nodes));
 }
 
 static int marker_kind(const char *name)
@@ -367,11 +226,11 @@ static uint32_t child_of(struct wc_svg *s, uint32_t parent, uint32_t name,
 	nd->depth = (uint16_t)(p->depth + 1);
 	nd->kind = p->kind;
 	if (p->kind == K_NONE) {
-		nd->kind = (uint8_t)marker_kind(s->text + name);
+		nd->kind = (uint8_t)marker_kind(wc_strtab_str(&s->strs, name));
 		if (nd->kind != K_NONE)
 			nd->flags |= F_MARKER;
 	}
-	if (ends_with(s->text + name, name_len, "_[k]"))
+	if (ends_with(wc_strtab_str(&s->strs, name), name_len, "_[k]"))
 		nd->flags |= F_KERNEL;
 	s->node_slots[slot] = i + 1;
 	return i;
@@ -559,24 +418,20 @@ struct wc_svg *wc_svg_new(const struct wc_svg_opts *opts)
 	s->width = o->width ? o->width : DEF_WIDTH;
 	s->min_width_px = o->min_width_px ? o->min_width_px : DEF_MIN_WIDTH_PX;
 	s->max_frames = o->max_frames ? o->max_frames : DEF_MAX_FRAMES;
-	s->max_bytes = o->max_bytes ? o->max_bytes : DEF_MAX_BYTES;
+	s->budget.max = o->max_bytes ? o->max_bytes : DEF_MAX_BYTES;
 	set_label(s->title, o->title && *o->title ? o->title : DEF_TITLE);
 	set_label(s->subtitle, o->subtitle);
 
-	s->str_cap = 256;
 	s->node_slot_cap = 256;
-	s->str_slots = calloc(s->str_cap, sizeof(*s->str_slots));
-	s->str_hash = calloc(s->str_cap, sizeof(*s->str_hash));
 	s->node_slots = calloc(s->node_slot_cap, sizeof(*s->node_slots));
-	s->bytes = s->str_cap * 2 * sizeof(uint32_t) +
-		   s->node_slot_cap * sizeof(uint32_t);
-	if (!s->str_slots || !s->str_hash || !s->node_slots ||
-	    grow(s, (void **)&s->text, &s->text_cap, 4096, 1))
+	s->budget.bytes = s->node_slot_cap * sizeof(uint32_t);
+	if (!s->node_slots || wc_strtab_init(&s->strs, &s->budget, 4096))
 		goto fail;
 	n = s->max_frames < 64 ? s->max_frames : 64;
-	if (resize(s, (void **)&s->nodes, &s->nodes_cap, n,
-		   sizeof(*s->nodes)) ||
-	    resize(s, (void **)&s->order, &s->order_cap, n, sizeof(*s->order)))
+	if (wc_budget_resize(&s->budget, (void **)&s->nodes, &s->nodes_cap, n,
+			     sizeof(*s->nodes)) ||
+	    wc_budget_resize(&s->budget, (void **)&s->order, &s->order_cap, n,
+			     sizeof(*s->order)))
 		goto fail;
 	root = intern(s, "all", 3);
 	if (root == NONE)
@@ -596,9 +451,7 @@ void wc_svg_free(struct wc_svg *s)
 {
 	if (!s)
 		return;
-	free(s->text);
-	free(s->str_slots);
-	free(s->str_hash);
+	wc_strtab_free(&s->strs);
 	free(s->nodes);
 	free(s->order);
 	free(s->node_slots);
@@ -609,7 +462,7 @@ void wc_svg_get_stats(const struct wc_svg *s, struct wc_svg_stats *st)
 {
 	*st = s->st;
 	st->nodes = s->nnodes;
-	st->bytes = s->bytes;
+	st->bytes = s->budget.bytes;
 }
 
 /* ---- output ---- */
@@ -844,8 +697,8 @@ static void frame_rgb(const struct wc_svg *s, const struct svg_node *nd,
 		      unsigned rgb[3])
 {
 	const struct family *f = &families[nd->kind];
-	const char *name = s->text + nd->name;
-	uint32_t h = hash_bytes(name, strlen(name));
+	const char *name = wc_strtab_str(&s->strs, nd->name);
+	uint32_t h = wc_hash32(name, strlen(name));
 	double a = (h & 0xffff) / 65535.0, b = (h >> 16) / 65535.0;
 	double l = (nd->flags & F_KERNEL) ? f->kl0 + b * (f->kl1 - f->kl0)
 					  : f->l0 + b * (f->l1 - f->l0);
@@ -863,7 +716,8 @@ static int by_parent_name(const void *a, const void *b, void *arg)
 
 	if (x->parent != y->parent)
 		return x->parent < y->parent ? -1 : 1;
-	return strcmp(s->text + x->name, s->text + y->name);
+	return strcmp(wc_strtab_str(&s->strs, x->name),
+		      wc_strtab_str(&s->strs, y->name));
 }
 
 /* Link each node's children in name order: the picture must not depend on
@@ -971,7 +825,7 @@ static void put_fitted(struct wc_svg *s, const char *name, uint64_t w)
 static void put_frame(struct wc_svg *s, uint32_t i, unsigned height)
 {
 	const struct svg_node *nd = &s->nodes[i];
-	const char *name = s->text + nd->name;
+	const char *name = wc_strtab_str(&s->strs, nd->name);
 	size_t len = strlen(name);
 	uint64_t x0 = edge(s, nd->x), x1 = edge(s, nd->x + nd->value);
 	unsigned y = height - BOTTOM_H - (nd->depth + 1u) * FRAME_H, rgb[3];

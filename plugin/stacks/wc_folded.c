@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "stacks/wc_folded.h"
+#include "util/wc_hash.h"
+#include "util/wc_strtab.h"
 #include "util/wc_name.h"
 #include "util/wc_text.h"
 
@@ -54,15 +56,8 @@ struct fold_line {
 
 struct wc_fold {
 	size_t max_stacks;
-	size_t max_bytes;
-	size_t bytes; /* allocated of text, pool and the string index */
-
-	/* interned strings, NUL-terminated, named by their offset */
-	char *text;
-	size_t text_len, text_cap;
-	uint32_t *str_slots; /* offset + 1, 0 = empty */
-	uint32_t *str_hash;
-	size_t str_cap, str_count;
+	struct wc_budget budget; /* of the strings and the pool */
+	struct wc_strtab strs;	 /* frame and group names */
 
 	uint32_t *pool; /* frame lists: string offsets */
 	size_t pool_len, pool_cap;
@@ -98,26 +93,6 @@ const char *wc_fold_marker(enum wc_fold_kind kind)
 	return (unsigned)kind < WC_FOLD_NKINDS ? markers[kind] : NULL;
 }
 
-static uint32_t mix32(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
-static uint32_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return mix32(h);
-}
-
 static size_t pow2_at_least(size_t n)
 {
 	size_t cap = 16;
@@ -147,126 +122,11 @@ static size_t sanitize(const char *in, char *out, size_t cap, bool *cut)
 	return n;
 }
 
-/* ---- the byte budget ---- */
-
-/* Grow an array of sz-byte elements to hold need of them, within what is
- * left of max_bytes. */
-static int grow(struct wc_fold *f, void **buf, size_t *cap, size_t need,
-		size_t sz)
-{
-	size_t allowed = (f->max_bytes - f->bytes) / sz + *cap;
-	size_t ncap = *cap ? *cap * 2 : 1024;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	if (need > allowed)
-		return -1;
-	if (ncap < need)
-		ncap = need;
-	if (ncap > allowed)
-		ncap = allowed;
-	p = realloc(*buf, ncap * sz);
-	if (!p)
-		return -1;
-	f->bytes += (ncap - *cap) * sz;
-	*buf = p;
-	*cap = ncap;
-	return 0;
-}
-
-/* ---- interned strings ---- */
-
-static bool str_find(const struct wc_fold *f, const char *s, size_t n,
-		     uint32_t h, size_t *slot)
-{
-	size_t mask = f->str_cap - 1, i = h & mask;
-
-	while (f->str_slots[i]) {
-		const char *t = f->text + f->str_slots[i] - 1;
-
-		if (f->str_hash[i] == h && strncmp(t, s, n) == 0 && !t[n]) {
-			*slot = i;
-			return true;
-		}
-		i = (i + 1) & mask;
-	}
-	*slot = i;
-	return false;
-}
-
-/* Double the index; the old one stays if there is no room. */
-static int str_rehash(struct wc_fold *f)
-{
-	size_t ncap = f->str_cap * 2, i, j;
-	size_t add = (ncap - f->str_cap) * 2 * sizeof(uint32_t);
-	uint32_t *slots, *hashes;
-
-	if (add > f->max_bytes - f->bytes)
-		return -1;
-	slots = calloc(ncap, sizeof(*slots));
-	hashes = calloc(ncap, sizeof(*hashes));
-	if (!slots || !hashes) {
-		free(slots);
-		free(hashes);
-		return -1;
-	}
-	for (i = 0; i < f->str_cap; i++) {
-		if (!f->str_slots[i])
-			continue;
-		for (j = f->str_hash[i] & (ncap - 1); slots[j];
-		     j = (j + 1) & (ncap - 1))
-			;
-		slots[j] = f->str_slots[i];
-		hashes[j] = f->str_hash[i];
-	}
-	free(f->str_slots);
-	free(f->str_hash);
-	f->str_slots = slots;
-	f->str_hash = hashes;
-	f->str_cap = ncap;
-	f->bytes += add;
-	return 0;
-}
-
-/*
- * The offset of s (n bytes, safe text) in *off.  Returns 0 if it was
- * there, 1 if it was added, -1 if it is new and insert is false or there is
- * no room.
- */
-static int str_intern(struct wc_fold *f, const char *s, size_t n, bool insert,
-		      uint32_t *off)
-{
-	uint32_t h = hash_bytes(s, n);
-	size_t slot;
-
-	if (str_find(f, s, n, h, &slot)) {
-		*off = f->str_slots[slot] - 1;
-		return 0;
-	}
-	if (!insert)
-		return -1;
-	if ((f->str_count + 1) * 2 > f->str_cap) {
-		if (str_rehash(f) < 0)
-			return -1;
-		str_find(f, s, n, h, &slot);
-	}
-	if (grow(f, (void **)&f->text, &f->text_cap, f->text_len + n + 1, 1))
-		return -1;
-	memcpy(f->text + f->text_len, s, n + 1);
-	*off = (uint32_t)f->text_len;
-	f->text_len += n + 1;
-	f->str_slots[slot] = *off + 1;
-	f->str_hash[slot] = h;
-	f->str_count++;
-	return 1;
-}
-
 /* ---- cells ---- */
 
 static uint32_t cell_hash(uint32_t group, uint32_t kind)
 {
-	return mix32(((uint64_t)group << 2) | kind);
+	return wc_mix32(((uint64_t)group << 2) | kind);
 }
 
 static bool cell_find(const struct wc_fold *f, uint32_t group, uint32_t kind,
@@ -323,11 +183,11 @@ static uint32_t cell_get(struct wc_fold *f, const char *group, uint32_t kind,
 	int idx;
 
 	*redirected = false;
-	if (str_intern(f, f->frame_buf, n, false, &g) == 0 &&
+	if (wc_strtab_intern(&f->strs, f->frame_buf, n, false, &g) == 0 &&
 	    cell_find(f, g, kind, &slot))
 		return f->cell_slots[slot] - 1;
 	if (f->ncells < f->max_stacks + WC_FOLD_NKINDS &&
-	    str_intern(f, f->frame_buf, n, true, &g) >= 0) {
+	    wc_strtab_intern(&f->strs, f->frame_buf, n, true, &g) >= 0) {
 		cell_find(f, g, kind, &slot);
 		idx = cell_new(f, g, kind, slot);
 		if (idx >= 0)
@@ -346,8 +206,8 @@ static uint32_t stack_hash(uint32_t cell, const uint32_t *ids, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		h = (h ^ ids[i]) * 0x100000001b3ULL;
-	return mix32(h ^ n);
+		h = wc_fnv1a_step(h, ids[i]);
+	return wc_mix32(h ^ n);
 }
 
 static bool stack_find(const struct wc_fold *f, uint32_t cell,
@@ -385,7 +245,7 @@ static int stack_new(struct wc_fold *f, uint32_t cell, size_t n, uint32_t h,
 		f->stacks = s;
 		f->stacks_cap = ncap;
 	}
-	if (grow(f, (void **)&f->pool, &f->pool_cap, f->pool_len + n,
+	if (wc_budget_grow(&f->budget, (void **)&f->pool, &f->pool_cap, f->pool_len + n,
 		 sizeof(*f->pool)))
 		return -1;
 	s = &f->stacks[f->nstacks];
@@ -415,7 +275,7 @@ uint32_t wc_fold_frame(struct wc_fold *f, const char *frame)
 	size_t len = sanitize(frame, f->frame_buf, sizeof(f->frame_buf), &cut);
 	uint32_t off;
 
-	if (str_intern(f, f->frame_buf, len, may_insert(f), &off) < 0)
+	if (wc_strtab_intern(&f->strs, f->frame_buf, len, may_insert(f), &off) < 0)
 		return WC_FOLD_NO_FRAME;
 	return off | (cut ? WC_FOLD_CUT : 0);
 }
@@ -533,9 +393,7 @@ void wc_fold_reset(struct wc_fold *f)
 	uint32_t other, k;
 	size_t slot;
 
-	f->text_len = 0;
-	f->str_count = 0;
-	memset(f->str_slots, 0, f->str_cap * sizeof(*f->str_slots));
+	wc_strtab_clear(&f->strs);
 	f->pool_len = 0;
 	f->nstacks = 0;
 	memset(f->stack_slots, 0, (f->stack_mask + 1) * sizeof(uint32_t));
@@ -543,7 +401,7 @@ void wc_fold_reset(struct wc_fold *f)
 	memset(f->cell_slots, 0, (f->cell_mask + 1) * sizeof(uint32_t));
 	memset(&f->st, 0, sizeof(f->st));
 	/* Cannot fail: new() reserved room for the name and the cells. */
-	str_intern(f, WC_OTHER_GROUP, strlen(WC_OTHER_GROUP), true, &other);
+	wc_strtab_intern(&f->strs, WC_OTHER_GROUP, strlen(WC_OTHER_GROUP), true, &other);
 	for (k = 0; k < WC_FOLD_NKINDS; k++) {
 		cell_find(f, other, k, &slot);
 		cell_new(f, other, k, slot);
@@ -553,7 +411,7 @@ void wc_fold_reset(struct wc_fold *f)
 struct wc_fold *wc_fold_new(size_t max_stacks, size_t max_bytes)
 {
 	struct wc_fold *f;
-	size_t str_cap = 256, cells = max_stacks + WC_FOLD_NKINDS;
+	size_t cells = max_stacks + WC_FOLD_NKINDS;
 
 	if (max_stacks < 1 || max_stacks > MAX_STACKS ||
 	    max_bytes < MIN_BYTES || max_bytes > MAX_BYTES)
@@ -562,20 +420,15 @@ struct wc_fold *wc_fold_new(size_t max_stacks, size_t max_bytes)
 	if (!f)
 		return NULL;
 	f->max_stacks = max_stacks;
-	f->max_bytes = max_bytes;
+	f->budget.max = max_bytes;
 	f->stack_mask = pow2_at_least(2 * max_stacks) - 1;
 	f->cell_mask = pow2_at_least(2 * cells) - 1;
 	f->cells_cap = WC_FOLD_NKINDS * 4;
-	f->str_cap = str_cap;
-	f->bytes = str_cap * 2 * sizeof(uint32_t);
 	f->stack_slots = calloc(f->stack_mask + 1, sizeof(uint32_t));
 	f->cell_slots = calloc(f->cell_mask + 1, sizeof(uint32_t));
 	f->cells = calloc(f->cells_cap, sizeof(*f->cells));
-	f->str_slots = calloc(str_cap, sizeof(uint32_t));
-	f->str_hash = calloc(str_cap, sizeof(uint32_t));
-	if (!f->stack_slots || !f->cell_slots || !f->cells || !f->str_slots ||
-	    !f->str_hash ||
-	    grow(f, (void **)&f->text, &f->text_cap, 1024, 1) < 0) {
+	if (!f->stack_slots || !f->cell_slots || !f->cells ||
+	    wc_strtab_init(&f->strs, &f->budget, 1024) < 0) {
 		wc_fold_free(f);
 		return NULL;
 	}
@@ -588,9 +441,7 @@ void wc_fold_free(struct wc_fold *f)
 {
 	if (!f)
 		return;
-	free(f->text);
-	free(f->str_slots);
-	free(f->str_hash);
+	wc_strtab_free(&f->strs);
 	free(f->pool);
 	free(f->stacks);
 	free(f->stack_slots);
@@ -681,12 +532,13 @@ static const char *line_seg(const struct wc_fold *f, const struct fold_line *l,
 	const struct fold_cell *c = &f->cells[l->cell];
 
 	if (i == 0)
-		return f->text + c->group;
+		return wc_strtab_str(&f->strs, c->group);
 	if (i == 1)
 		return markers[c->kind];
 	if (l->stack == NO_STACK)
 		return l->label;
-	return f->text + f->pool[f->stacks[l->stack].frames + i - 2];
+	return wc_strtab_str(&f->strs,
+			     f->pool[f->stacks[l->stack].frames + i - 2]);
 }
 
 /*

@@ -5,6 +5,8 @@
 
 #include "util/wc_idmap.h"
 #include "stacks/wc_stacks.h"
+#include "util/wc_hash.h"
+#include "util/wc_strtab.h"
 
 #define NONE UINT32_MAX
 
@@ -33,7 +35,7 @@ struct proc_run {
 #define RADIX_BITS 11
 #define RADIX_PASSES 5 /* of the key's 54 bits: pids stay below 2^22 */
 
-/* A weight as held: its group is an index into the window's names.
+/* A weight as held: its group is an offset into the window's names.
  * Weights whose keys hash alike (the same stacks under another group,
  * after an exec renamed the process) chain from the first. */
 struct weight {
@@ -46,17 +48,10 @@ struct weight {
 	uint64_t weight;
 };
 
-/* The window's group names, each once: a window sees a few groups and
- * many weights.  Grows by doubling, at most one name per weight. */
-struct names {
-	char (*name)[WC_NAME_MAX];
-	uint32_t *slots; /* index + 1, 0 = empty; twice the capacity */
-	uint32_t n, cap;
-};
-
 struct wc_stacks {
 	struct weight *w;	  /* max_weights */
-	struct names names;
+	struct wc_strtab names; /* group names, each once per window */
+	struct wc_budget names_budget;
 	struct order *order, *sorted; /* max_weights each, the walk's */
 	struct proc_run *runs;	      /* max_weights, the walk's */
 	uint32_t *radix;	      /* 1 << RADIX_BITS counts */
@@ -94,9 +89,13 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 	s->radix = malloc((1u << RADIX_BITS) * sizeof(*s->radix));
 	s->held = calloc(max_stacks, sizeof(*s->held));
 	s->free_list = calloc(max_stacks, sizeof(*s->free_list));
+	/* a window sees a few groups and many weights: at most a name per
+	 * weight, with its index */
+	s->names_budget.max = (size_t)max_weights * (WC_NAME_MAX + 32) + 4096;
 	if (!s->w || !s->wkeys || !s->order || !s->sorted || !s->runs ||
 	    !s->radix ||
 	    !s->held || !s->free_list ||
+	    wc_strtab_init(&s->names, &s->names_budget, 1024) ||
 	    wc_idmap_init(&s->widx, max_weights) ||
 	    wc_idmap_init(&s->sidx, max_stacks)) {
 		wc_stacks_free(s);
@@ -120,8 +119,7 @@ void wc_stacks_free(struct wc_stacks *s)
 	wc_idmap_free(&s->widx);
 	wc_idmap_free(&s->sidx);
 	free(s->w);
-	free(s->names.name);
-	free(s->names.slots);
+	wc_strtab_free(&s->names);
 	free(s->wkeys);
 	free(s->order);
 	free(s->sorted);
@@ -150,63 +148,15 @@ static uint64_t weight_key(const struct wc_stack_key *k)
 	return h ? h : 1;
 }
 
-static uint32_t name_hash(const char *name)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *name; name++)
-		h = (h ^ (unsigned char)*name) * 0x100000001b3ULL;
-	return (uint32_t)(h ^ h >> 32);
-}
-
-static uint32_t *name_slot(const struct names *t, const char *name)
-{
-	uint32_t mask = 2 * t->cap - 1, i = name_hash(name) & mask;
-
-	while (t->slots[i] && strcmp(t->name[t->slots[i] - 1], name) != 0)
-		i = (i + 1) & mask;
-	return &t->slots[i];
-}
-
-static int names_grow(struct names *t, uint32_t max)
-{
-	uint32_t ncap = t->cap ? 2 * t->cap : 16, i;
-	char(*name)[WC_NAME_MAX];
-	uint32_t *slots;
-
-	if (t->cap >= max)
-		return -1;
-	name = realloc(t->name, (size_t)ncap * sizeof(*name));
-	if (!name)
-		return -1;
-	t->name = name;
-	slots = calloc(2 * (size_t)ncap, sizeof(*slots));
-	if (!slots)
-		return -1;
-	free(t->slots);
-	t->slots = slots;
-	t->cap = ncap;
-	for (i = 0; i < t->n; i++)
-		*name_slot(t, t->name[i]) = i + 1;
-	return 0;
-}
-
-/* The index of a group's name, added if new; -1 if there is no room. */
+/* The offset of a group's name, added if new; -1 if there is no room. */
 static int64_t name_of(struct wc_stacks *s, const char *group)
 {
-	struct names *t = &s->names;
-	uint32_t *slot;
+	uint32_t off;
 
-	if (t->cap) {
-		slot = name_slot(t, group);
-		if (*slot)
-			return *slot - 1;
-	}
-	if (t->n == t->cap && names_grow(t, s->max_weights))
+	if (wc_strtab_intern(&s->names, group, strnlen(group, WC_NAME_MAX - 1),
+			     true, &off) < 0)
 		return -1;
-	snprintf(t->name[t->n], WC_NAME_MAX, "%s", group);
-	*name_slot(t, t->name[t->n]) = t->n + 1;
-	return t->n++;
+	return off;
 }
 
 static bool same(const struct weight *e, uint32_t group,
@@ -454,7 +404,7 @@ void wc_stacks_foreach(struct wc_stacks *s, wc_stack_entry_fn fn, void *arg)
 
 		fetch_ahead(s, order, i);
 		e = (struct wc_stack_entry){
-			.group = s->names.name[w->group],
+			.group = wc_strtab_str(&s->names, w->group),
 			.tgid = w->tgid,
 			.kind = w->kind,
 			.ustack = w->ustack,
@@ -484,10 +434,7 @@ void wc_stacks_next_window(struct wc_stacks *s, wc_stack_hash_fn let_go,
 	for (i = 0; i < s->nw; i++)
 		wc_idmap_del(&s->widx, s->wkeys[i]);
 	s->nw = 0;
-	s->names.n = 0;
-	if (s->names.cap)
-		memset(s->names.slots, 0,
-		       2 * (size_t)s->names.cap * sizeof(*s->names.slots));
+	wc_strtab_clear(&s->names);
 	for (i = 0; i < s->max_stacks; i++) {
 		struct held *h = &s->held[i];
 

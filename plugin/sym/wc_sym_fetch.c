@@ -12,6 +12,7 @@
 
 #include "sym/wc_sym_fetch.h"
 #include "sym/wc_sym_perfmap.h"
+#include "util/wc_hash.h"
 
 /* Bytes of /proc/PID/maps read per process and read: 65,536 mappings
  * (the kernel's default vm.max_map_count) of a long path each.  The kernel
@@ -27,17 +28,6 @@ void wc_fetch_maps_free(struct wc_fetch_maps *m)
 	free(m->paths);
 	memset(m, 0, sizeof(*m));
 }
-
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n--)
-		h = (h ^ *b++) * 0x100000001b3ULL;
-	return h;
-}
-
-#define FNV_SEED 0xcbf29ce484222325ULL
 
 /* A file looked at in this read, so that its other mappings are not. */
 struct seen_file {
@@ -175,12 +165,12 @@ static int read_maps(struct wc_fetch_ctx *c, pid_t pid, uint64_t *sig,
 	fd = wc_proc_open(c->proc_root, pid, "maps");
 	if (fd < 0 || wc_lines_open(&r, fd, 64 * 1024, MAPS_BYTES_MAX))
 		return -1;
-	*sig = FNV_SEED;
+	*sig = WC_FNV_SEED;
 	while ((line = wc_lines_next(&r, &len))) {
 		if (wc_proc_parse_maps_line(line, len, &pm) || !pm.exec)
 			continue;
 		/* The hash covers the line as read, path included. */
-		*sig = fnv1a(*sig, line, len);
+		*sig = wc_fnv1a(*sig, line, len);
 		if (g)
 			gather_add(g, &pm);
 	}

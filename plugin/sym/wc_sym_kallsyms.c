@@ -9,6 +9,7 @@
 #include "util/wc_log.h"
 #include "sym/wc_sym_kallsyms.h"
 #include "sym/wc_sym_proc.h"
+#include "util/wc_hash.h"
 
 /* KSYM_NAME_LEN is 512; with a module name, a line is well under this. */
 #define LINE_MAX_BYTES 1024
@@ -140,9 +141,9 @@ int wc_kallsyms_load(struct wc_symtab *t, const char *path, size_t max_bytes,
 
 uint64_t wc_kallsyms_modules_sig(const char *path)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = WC_FNV_SEED;
 	struct wc_lines r;
-	size_t len, i;
+	size_t len;
 	char *line;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -153,10 +154,9 @@ uint64_t wc_kallsyms_modules_sig(const char *path)
 		const char *addr = strrchr(line, ' ');
 		size_t namelen = strcspn(line, " ");
 
-		for (i = 0; i < namelen; i++)
-			h = (h ^ (unsigned char)line[i]) * 0x100000001b3ULL;
-		for (; addr && *addr; addr++)
-			h = (h ^ (unsigned char)*addr) * 0x100000001b3ULL;
+		h = wc_fnv1a(h, line, namelen);
+		if (addr)
+			h = wc_fnv1a(h, addr, strlen(addr));
 	}
 	wc_lines_close(&r);
 	return h ? h : 1;

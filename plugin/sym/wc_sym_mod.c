@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sym/wc_sym_mod.h"
+#include "util/wc_hash.h"
 
 /* The device number no file has: vdso modules are keyed by image hash. */
 #define VDSO_DEV UINT64_MAX
@@ -445,15 +446,6 @@ void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 		read_file(c, mod, pid, m);
 }
 
-static uint64_t fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	while (n--)
-		h = (h ^ (unsigned char)*p++) * 0x100000001b3ULL;
-	return h;
-}
-
 /* The vdso module of exactly this image: a process may write to its own
  * vdso, and an image made to hash alike must not lend its names. */
 static struct wc_mod *find_image(struct wc_mod_cache *c, uint64_t key,
@@ -506,7 +498,7 @@ struct wc_mod *wc_mod_vdso(struct wc_mod_cache *c, pid_t pid, uint64_t start,
 		table_free(c, t);
 		return NULL;
 	}
-	key = fnv1a(image, len);
+	key = wc_fnv1a(WC_FNV_SEED, image, len);
 	mod = find_image(c, key, image, len);
 	fresh = !mod;
 	if (fresh)
