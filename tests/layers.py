@@ -14,10 +14,11 @@ import sys
 # other.
 LEVEL = {
     "util": 0,
-    "core": 1, "sym": 1, "render": 1, "spool": 1,
-    "stacks": 2,
-    "engine": 3,
-    "cli": 4, "collectd": 4,
+    "format": 1,
+    "core": 2, "sym": 2, "render": 2, "spool": 2,
+    "stacks": 3,
+    "engine": 4,
+    "cli": 5, "collectd": 5,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 

@@ -2,6 +2,7 @@
  * wc_merge.c - folded files summed into one bounded table of stacks.
  */
 #include "cli/wc_merge.h"
+#include "format/wc_format.h"
 #include "util/wc_hash.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define OTHER_FRAME ";[other]"
+#define OTHER_FRAME ";" WC_FOLD_OTHER
 #define READ_CHUNK (64u << 10)
 
 int wc_merge_init(struct wc_merge *t, size_t max, const char *group)
@@ -111,32 +112,18 @@ static bool in_group(const struct wc_merge *t, const char *stack, size_t len)
 
 void wc_merge_line(struct wc_merge *t, const char *line, size_t len)
 {
-	const char *sp;
-	uint64_t v = 0;
-	size_t i;
+	struct wc_fold_line l;
+	int rc = wc_fold_parse(line, len, &l);
 
-	while (len && line[len - 1] == '\r')
-		len--;
-	if (!len)
+	if (rc == 0)
 		return;
 	t->lines++;
-	sp = memrchr(line, ' ', len);
-	if (!sp || sp == line || sp + 1 == line + len ||
-	    memchr(line, '\0', len)) {
+	if (rc < 0) {
 		t->bad++;
 		return;
 	}
-	for (i = (size_t)(sp + 1 - line); i < len; i++) {
-		unsigned d = (unsigned char)line[i] - '0';
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10) {
-			t->bad++;
-			return;
-		}
-		v = v * 10 + d;
-	}
-	if (in_group(t, line, (size_t)(sp - line)))
-		add(t, line, (size_t)(sp - line), v);
+	if (in_group(t, l.stack, l.len))
+		add(t, l.stack, l.len, l.value);
 }
 
 /* The lines of one file, through a buffer that grows to one line at

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "render/wc_svg.h"
+#include "format/wc_format.h"
 #include "util/wc_hash.h"
 #include "util/wc_strtab.h"
 #include "util/wc_text.h"
@@ -43,11 +44,11 @@
 /* Colour families, from the first marker frame on a stack's path. */
 enum svg_kind {
 	K_NONE, /* no marker (yet): flamegraph.pl's warm default */
-	K_ON,
-	K_RUNQ,
-	K_SLEEP,
-	K_IO,
-	K_OFF, /* "[off-cpu...]" of another reason */
+	K_ON = 1 + WC_FOLD_ONCPU,
+	K_RUNQ = 1 + WC_FOLD_RUNQ,
+	K_SLEEP = 1 + WC_FOLD_SLEEP,
+	K_IO = 1 + WC_FOLD_BLOCKED,
+	K_OFF = 1 + WC_FOLD_NKINDS, /* "[off-cpu...]" of another reason */
 	K_NKINDS,
 };
 
@@ -95,13 +96,6 @@ struct wc_svg {
 	/* scratch of one frame: fixed, so an add never allocates for it */
 	char frame_buf[WC_SVG_MAX_FRAME + 1];
 	char out_buf[OUT_CHUNK];
-};
-
-static const char *const markers[K_NKINDS] = {
-	[K_ON] = "[on-cpu]",
-	[K_RUNQ] = "[off-cpu runqueue]",
-	[K_SLEEP] = "[off-cpu sleep]",
-	[K_IO] = "[off-cpu io]",
 };
 
 /* The offset of str (n bytes, safe text), added if new; NONE if no room. */
@@ -185,14 +179,14 @@ static int node_room(struct wc_svg *s)
 				ncap, sizeof(*s->nodes));
 }
 
+/* The colour family a marker frame starts. */
 static int marker_kind(const char *name)
 {
-	int k;
+	int k = wc_fold_marker_kind(name);
 
-	for (k = K_ON; k < K_OFF; k++)
-		if (strcmp(name, markers[k]) == 0)
-			return k;
-	return strncmp(name, "[off-cpu", 8) == 0 ? K_OFF : K_NONE;
+	if (k >= 0)
+		return K_ON + k;
+	return wc_fold_is_offcpu(name) ? K_OFF : K_NONE;
 }
 
 static bool ends_with(const char *s, size_t n, const char *tail)
@@ -271,9 +265,8 @@ static bool add_step(struct wc_svg *s, struct add_walk *w, const char *frame,
 		w->cut = true;
 		return false;
 	}
-	len = wc_text_clean(frame, n, s->frame_buf, sizeof(s->frame_buf), &cut);
-	if (len == 0)
-		len = (size_t)sprintf(s->frame_buf, "[empty]");
+	len = wc_fold_frame_clean(frame, n, s->frame_buf, sizeof(s->frame_buf),
+				  &cut);
 	w->cut |= cut;
 	name = intern(s, s->frame_buf, len);
 	c = name == NONE ? NONE : child_of(s, w->at, name, len);
@@ -299,52 +292,24 @@ static int bad_line(struct wc_svg *s)
 	return -1;
 }
 
-/* The value after the last space of line[0..len): its offset in *sp. */
-static int parse_value(const char *line, size_t len, size_t *sp,
-		       uint64_t *value)
-{
-	size_t i = len;
-	uint64_t v = 0;
-
-	while (i > 0 && line[i - 1] != ' ')
-		i--;
-	if (i == 0 || i == len)
-		return -1;
-	*sp = i - 1;
-	for (; i < len; i++) {
-		unsigned d = (unsigned char)line[i] - '0';
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*value = v;
-	return 0;
-}
-
 int wc_svg_add_line(struct wc_svg *s, const char *line, size_t len)
 {
+	struct wc_fold_line l;
 	struct add_walk w;
 	const char *p, *end, *q;
-	size_t sp;
-	uint64_t value;
+	int rc;
 
 	if (!s || (!line && len))
 		return -1;
-	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-		len--;
-	if (len == 0)
+	rc = wc_fold_parse(line, len, &l);
+	if (rc == 0)
 		return 0;
 	s->st.lines++;
-	if (parse_value(line, len, &sp, &value) < 0)
+	if (rc < 0 || add_begin(s, &w, l.value) < 0)
 		return bad_line(s);
-	while (sp > 0 && line[sp - 1] == ' ')
-		sp--;
-	if (sp == 0 || add_begin(s, &w, value) < 0)
-		return bad_line(s);
-	if (value == 0)
+	if (l.value == 0)
 		return 0;
-	for (p = line, end = line + sp;; p = q + 1) {
+	for (p = l.stack, end = l.stack + l.len;; p = q + 1) {
 		q = memchr(p, ';', (size_t)(end - p));
 		if (!q)
 			q = end;

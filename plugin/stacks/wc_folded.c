@@ -7,7 +7,6 @@
 #include "util/wc_hash.h"
 #include "util/wc_strtab.h"
 #include "util/wc_name.h"
-#include "util/wc_text.h"
 
 #define NO_STACK UINT32_MAX
 #define OUT_CHUNK 65536
@@ -81,18 +80,6 @@ struct wc_fold {
 	uint32_t add_ids[WC_FOLD_MAX_DEPTH];
 };
 
-static const char *const markers[WC_FOLD_NKINDS] = {
-	[WC_FOLD_ONCPU] = "[on-cpu]",
-	[WC_FOLD_RUNQ] = "[off-cpu runqueue]",
-	[WC_FOLD_SLEEP] = "[off-cpu sleep]",
-	[WC_FOLD_BLOCKED] = "[off-cpu io]",
-};
-
-const char *wc_fold_marker(enum wc_fold_kind kind)
-{
-	return (unsigned)kind < WC_FOLD_NKINDS ? markers[kind] : NULL;
-}
-
 static size_t pow2_at_least(size_t n)
 {
 	size_t cap = 16;
@@ -108,18 +95,8 @@ static size_t pow2_at_least(size_t n)
  * cap - 1 bytes; returns its length and sets *cut if it was shortened. */
 static size_t sanitize(const char *in, char *out, size_t cap, bool *cut)
 {
-	size_t n, i;
-
 	in = in ? in : "";
-	n = wc_text_clean(in, strlen(in), out, cap, cut);
-	for (i = 0; i < n; i++)
-		if (out[i] == ';')
-			out[i] = ':';
-	if (n == 0) {
-		strcpy(out, "[empty]");
-		n = strlen(out);
-	}
-	return n;
+	return wc_fold_frame_clean(in, strlen(in), out, cap, cut);
 }
 
 /* ---- cells ---- */
@@ -534,7 +511,7 @@ static const char *line_seg(const struct wc_fold *f, const struct fold_line *l,
 	if (i == 0)
 		return wc_strtab_str(&f->strs, c->group);
 	if (i == 1)
-		return markers[c->kind];
+		return wc_fold_marker(c->kind);
 	if (l->stack == NO_STACK)
 		return l->label;
 	return wc_strtab_str(&f->strs,
@@ -704,8 +681,7 @@ static void out_line(struct wc_fold *f, struct out_buf *o,
 {
 	size_t i, nseg = line_nseg(f, l);
 	char num[24];
-	int k = (int)sizeof(num);
-	uint64_t v = l->value;
+	const char *tail = wc_fold_value_text(l->value, num);
 
 	for (i = 0; i < nseg; i++) {
 		const char *seg = line_seg(f, l, i);
@@ -714,13 +690,7 @@ static void out_line(struct wc_fold *f, struct out_buf *o,
 			out_put(o, ";", 1);
 		out_put(o, seg, strlen(seg));
 	}
-	num[--k] = '\n';
-	do {
-		num[--k] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	num[--k] = ' ';
-	out_put(o, num + k, sizeof(num) - (size_t)k);
+	out_put(o, tail, strlen(tail));
 	f->st.total_us += l->value;
 }
 

@@ -14,26 +14,9 @@
  * WC_OTHER_GROUP ("other", always reserved) and counted (groups_redirected),
  * so time is never silently lost.  Not thread-safe: one caller at a time.
  *
- * File format, one line per stack, root first:
- *
- *   GROUP;MARKER;frame;...;frame VALUE
- *
- * VALUE is an integer, microseconds of thread time, so on-CPU and off-CPU
- * stacks share one unit.  MARKER, the second frame, says which kind of time
- * everything below it is, so a renderer can colour by it and a person can
- * read it:
- *   [on-cpu]             running on a CPU
- *   [off-cpu runqueue]   runnable, waiting for a CPU
- *   [off-cpu sleep]      sleeping (interruptible)
- *   [off-cpu io]         blocked (uninterruptible, mostly I/O)
- * Kernel frames arrive suffixed "_[k]" (flamegraph.pl's convention) and are
- * kept as they are.  Frame text is made safe (wc_text.h): ';' becomes ':',
- * control bytes and bytes that are not valid UTF-8 become '?', leading and
- * trailing spaces are trimmed, an empty frame is "[empty]", and a frame
- * longer than WC_FOLD_MAX_FRAME bytes is cut between characters.
- * Spaces inside a frame stay (demangled C++): readers split the value off
- * at the last space.  Stacks deeper than WC_FOLD_MAX_DEPTH keep their
- * root-most frames.
+ * The file is in the folded format (format/wc_format.h), frames made safe
+ * as it says.  Stacks deeper than WC_FOLD_MAX_DEPTH keep their root-most
+ * frames.
  *
  * Totals are exact.  When the metrics' total of a (group, kind) is set,
  * that cell's lines add up to exactly that many microseconds:
@@ -64,20 +47,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-enum wc_fold_kind {
-	WC_FOLD_ONCPU,
-	WC_FOLD_RUNQ,
-	WC_FOLD_SLEEP,
-	WC_FOLD_BLOCKED,
-	WC_FOLD_NKINDS,
-};
+#include "format/wc_format.h"
 
-/* Labels of the lines the module makes up itself. */
-#define WC_FOLD_OTHER "[other]"
-#define WC_FOLD_UNSAMPLED "[unsampled]"
-#define WC_FOLD_BELOW_THRESHOLD "[waits below threshold]"
-
-#define WC_FOLD_MAX_FRAME 4096 /* bytes of one frame's text */
 #define WC_FOLD_MAX_DEPTH 1024 /* frames of one stack */
 #define WC_FOLD_MAX_LABEL 64   /* bytes of a label set by the caller */
 
@@ -155,8 +126,5 @@ ssize_t wc_fold_emit(struct wc_fold *f, size_t top_n, wc_fold_out_fn out,
 		     void *ctx);
 
 void wc_fold_get_stats(const struct wc_fold *f, struct wc_fold_stats *st);
-
-/* The marker frame of a kind, e.g. "[on-cpu]". */
-const char *wc_fold_marker(enum wc_fold_kind kind);
 
 #endif /* WC_FOLDED_H */

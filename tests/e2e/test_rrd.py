@@ -8,8 +8,8 @@ one-second step of the busy period, the rate `rrdtool fetch` reports
 same step within 5 % (placing the csv rows where the rrdtool plugin does:
 at the dispatch time rounded to the second); the on-CPU rate is no more
 than three spinners can get on this machine's CPUs, and what the kernel's
-schedstat says they got (what other work took meanwhile, measured in
-/proc/stat, is printed); and `collectdctl getval` answers for the group
+schedstat says they got between the same reads (what other work took
+meanwhile, measured in /proc/stat, is printed); and `collectdctl getval` answers for the group
 over the unix socket with a rate.
 """
 import math
@@ -36,16 +36,21 @@ def cpu_busy_s():
     return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def as_rrd_sees(rows):
+def rrd_updates(rows):
     """The rrdtool plugin stamps each update with the dispatch time rounded
     to the whole second (CDTIME_T_TO_TIME_T), and rrdtool refuses an update
-    no later than the last one: the csv rows as the RRD file received them."""
+    no later than the last one: the csv rows the RRD file received, as
+    (second it was filed at, time the plugin read the kernel, value)."""
     out = []
     for t, v in rows:
         tr = math.floor(t + 0.5)
         if not out or tr > out[-1][0]:
-            out.append((tr, v))
+            out.append((tr, t, v))
     return out
+
+
+def as_rrd_sees(rows):
+    return [(tr, v) for tr, _, v in rrd_updates(rows)]
 
 
 def csv_rate(rows, t0, t1):
@@ -156,14 +161,30 @@ with Env("rrd") as env:
             case(f"oncpu rate is at most what {SPIN} spinners can get on "
                  f"{ncpu} CPUs (0 to {1.025 * busy:.3g} us/s)",
                  0 < mean <= 1.025 * busy, f"{mean:.0f} us/s")
-            k0, k1 = ss.at(w.pid, t0), ss.at(w.pid, t1)
+            # The RRD's steps from one update to another add up to the
+            # counter's change between the two reads, filed at whole
+            # seconds: the kernel's count over the same two reads, over
+            # the same filed seconds, is what they must match.  (Compared
+            # at the filed seconds instead, a busy host's changing share
+            # shifts up to half a second of it at each end.)
+            read = {tr: t for tr, t, _ in rrd_updates(rows)}
+            ends = [tr for tr in sorted(read) if t0 <= tr <= t1]
+            steps_in = {t for t, _ in known}
+            if len(ends) >= 2 and all(t in steps_in for t in
+                                      range(ends[0] + 1, ends[-1] + 1)):
+                t0, t1 = ends[0], ends[-1]
+                mean = sum(v for t, v in known if t0 < t <= t1) / (t1 - t0)
+            k0 = ss.at(w.pid, read.get(t0, t0))
+            k1 = ss.at(w.pid, read.get(t1, t1))
             if case("schedstat covers the RRD rows", k0 and k1,
                     f"{t0}..{t1}"):
                 kernel = (k1[0] - k0[0]) / 1e3 / (t1 - t0)
+                print(f"# oncpu from {t0} to {t1}: rrd {mean:.0f} us/s, "
+                      f"kernel {kernel:.0f} us/s ({pct(mean, kernel):+.2f}%)")
                 case("oncpu rate within 5% of the kernel's schedstat",
                      near(mean, kernel, TOL),
                      f"rrd {mean:.0f} us/s, kernel {kernel:.0f} us/s "
-                     f"({pct(mean, kernel):+.2f}%)")
+                     f"({pct(mean, kernel):+.2f}%) from {t0} to {t1}")
         if slot == "runqueue" and known and SPIN > ncpu:
             mean = sum(v for _, v in known) / len(known)
             case("runqueue rate shows the spinners waiting for a CPU",
