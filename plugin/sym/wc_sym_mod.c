@@ -593,11 +593,6 @@ void wc_mod_set_other_bytes(struct wc_mod_cache *c, size_t other_bytes)
 	c->other_bytes = other_bytes;
 }
 
-size_t wc_mod_bytes(const struct wc_mod_cache *c)
-{
-	return c->bytes;
-}
-
 void wc_mod_stats(const struct wc_mod_cache *c, struct wc_mod_stats *out)
 {
 	*out = c->st;

@@ -95,8 +95,6 @@ void wc_mod_set_other_bytes(struct wc_mod_cache *c, size_t other_bytes);
 /* Keep within bounds; forget idle unreferenced modules.  Call once per
  * cycle. */
 void wc_mod_cycle(struct wc_mod_cache *c, size_t other_bytes);
-/* Bytes held now: tables and module records. */
-size_t wc_mod_bytes(const struct wc_mod_cache *c);
 
 void wc_mod_stats(const struct wc_mod_cache *c, struct wc_mod_stats *out);
 

@@ -6,34 +6,17 @@
 
 #include "sym/wc_sym_perfmap.h"
 #include "sym/wc_sym_proc.h"
+#include "util/wc_num.h"
 
 #define LINE_BYTES 8192
 
+/* A hex number, "0x" or not, and the space after it. */
 static bool hex_field(const char **p, const char *end, uint64_t *v)
 {
-	unsigned digits = 0;
-
 	if (end - *p > 2 && (*p)[0] == '0' &&
 	    ((*p)[1] == 'x' || (*p)[1] == 'X'))
 		*p += 2;
-	*v = 0;
-	for (; *p < end; (*p)++) {
-		char c = **p;
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			break;
-		if (++digits > 16)
-			return false;
-		*v = *v << 4 | d;
-	}
-	return digits > 0 && *p < end && **p == ' ';
+	return wc_parse_hex(p, end, v) && *p < end && **p == ' ';
 }
 
 int wc_perfmap_parse_line(const char *line, size_t len, uint64_t *start,

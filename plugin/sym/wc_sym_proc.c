@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "sym/wc_sym_proc.h"
+#include "util/wc_num.h"
 
 #define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
 /* /proc/PID/status is a few KiB, but for a Groups: line of thousands. */
@@ -125,44 +126,6 @@ char *wc_lines_next(struct wc_lines *r, size_t *len)
 	}
 }
 
-/* Hex digits at *p (at most 16); advances *p.  false if there are none. */
-static bool parse_hex(const char **p, const char *end, uint64_t *v)
-{
-	unsigned digits = 0;
-	uint64_t x = 0;
-
-	for (; *p < end && digits < 17; (*p)++, digits++) {
-		char c = **p;
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			break;
-		x = x << 4 | d;
-	}
-	*v = x;
-	return digits > 0 && digits <= 16;
-}
-
-static bool parse_dec(const char **p, const char *end, uint64_t *v)
-{
-	unsigned digits = 0;
-	uint64_t x = 0;
-
-	for (; *p < end && **p >= '0' && **p <= '9'; (*p)++, digits++) {
-		if (x > (UINT64_MAX - 9) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(**p - '0');
-	}
-	*v = x;
-	return digits > 0;
-}
-
 static bool expect(const char **p, const char *end, char c)
 {
 	if (*p >= end || **p != c)
@@ -180,17 +143,17 @@ int wc_proc_parse_maps_line(char *line, size_t len, struct wc_proc_map *m)
 
 	memset(m, 0, sizeof(*m));
 	/* no path holds a NUL: a line that does is not the kernel's */
-	if (memchr(line, '\0', len) || !parse_hex(&p, end, &m->start) ||
+	if (memchr(line, '\0', len) || !wc_parse_hex(&p, end, &m->start) ||
 	    !expect(&p, end, '-') ||
-	    !parse_hex(&p, end, &m->end) || !expect(&p, end, ' ') ||
+	    !wc_parse_hex(&p, end, &m->end) || !expect(&p, end, ' ') ||
 	    end - p < 5 || p[4] != ' ' || m->end <= m->start)
 		return -1;
 	m->exec = p[2] == 'x';
 	p += 5;
-	if (!parse_hex(&p, end, &m->pgoff) || !expect(&p, end, ' ') ||
-	    !parse_hex(&p, end, &major) || !expect(&p, end, ':') ||
-	    !parse_hex(&p, end, &minor) || !expect(&p, end, ' ') ||
-	    !parse_dec(&p, end, &m->ino) || major > UINT32_MAX ||
+	if (!wc_parse_hex(&p, end, &m->pgoff) || !expect(&p, end, ' ') ||
+	    !wc_parse_hex(&p, end, &major) || !expect(&p, end, ':') ||
+	    !wc_parse_hex(&p, end, &minor) || !expect(&p, end, ' ') ||
+	    !wc_parse_dec(&p, end, &m->ino) || major > UINT32_MAX ||
 	    minor > UINT32_MAX)
 		return -1;
 	m->dev_major = (uint32_t)major;
@@ -240,7 +203,7 @@ static bool status_field(const char *p, int index, uint64_t *out)
 	for (int i = 0; index < 0 || i <= index; i++) {
 		while (p < end && (*p == ' ' || *p == '\t'))
 			p++;
-		if (!parse_dec(&p, end, &v))
+		if (!wc_parse_dec(&p, end, &v))
 			break;
 		if (index < 0 || i == index) {
 			*out = v;
