@@ -55,6 +55,8 @@ fi
 
 # The folders of plugin/ call only downwards
 run "layers" python3 tests/layers.py
+# make rebuilds the BPF object when any header of it changes
+run "bpf deps" tests/bpf_deps.sh "$BUILD"
 
 # Every parser of outside input under libFuzzer, a few seconds each (long
 # runs: make fuzz), its saved crashing inputs first
