@@ -57,6 +57,11 @@ fi
 run "layers" python3 tests/layers.py
 # make rebuilds the BPF object when any header of it changes
 run "bpf deps" tests/bpf_deps.sh "$BUILD"
+# the flame graph's script is real JavaScript (the browser test runs it)
+# shellcheck disable=SC2016
+run "flame js" bash -c 'node --check "$1" &&
+	echo "PASS: flame js: wc_flame.js parses (node --check)"' _ \
+	plugin/render/wc_flame.js
 
 # Every parser of outside input under libFuzzer, a few seconds each (long
 # runs: make fuzz), its saved crashing inputs first

@@ -38,7 +38,7 @@ CHROMIUM = os.environ.get("WC_CHROMIUM", "/usr/bin/chromium")
 FLUSH = 2
 GROUP = "wcw_browser"
 FRAME = "burn_cpu"
-MATCH_FILL = "rgb(230,0,230)"  # wc_svg.c's MATCH_FILL
+MATCH_FILL = "rgb(230,0,230)"  # plugin/render/wc_flame.js and .css
 BACKGROUND = (0xf6, 0xf6, 0xf2)
 PX = 0.5  # px: how far a width may be from the one wanted
 

@@ -41,7 +41,7 @@ CORE=(sym/wc_sym_tab sym/wc_sym_elf sym/wc_sym_perfmap sym/wc_sym_kallsyms
 	format/wc_format util/wc_num)
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE
-	-I$SRC -I$SRC/plugin $SAN"
+	-I$SRC -I${WC_BUILD_DIR:-$SRC/build}/plugin -I$SRC/plugin $SAN"
 LIBS="$(pkg-config --libs libelf zlib)"
 
 build() {
