@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * sample.bpf.h - the on-CPU sampler's ticks and stacks.
+ *
+ * Included once, in order, by wallclock.bpf.c.
+ */
+#ifndef WC_SAMPLE_BPF_H
+#define WC_SAMPLE_BPF_H
+
+/*
+ * How many sample periods this sample stands for.  A timer that fires late
+ * (a vCPU the hypervisor descheduled, interrupts held off) skips the ticks
+ * it missed; the cpu-clock count says how much time really passed.  When
+ * the same thread was running at the previous sample on this CPU too, the
+ * missed ticks are credited to it, instead of the profile of a busy VM
+ * quietly thinning out, but no more than its own run time since covers:
+ * the clock also ran while the hypervisor had the vCPU (steal), or while
+ * other threads ran between.  Otherwise (idle between, or another thread)
+ * the sample counts once: nobody is credited with time it may not have had.
+ */
+static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id,
+				   __u64 exec_ns)
+{
+	const __u64 half = sample_period_ns / 2;
+	struct bpf_perf_event_value v;
+	__u32 zero = 0;
+	struct last_sample *last = bpf_map_lookup_elem(&sample_clock, &zero);
+	__u64 n = 1, ran;
+
+	if (!last || bpf_perf_prog_read_value(ctx, &v, sizeof(v)))
+		return 1;
+	if (id && last->id == id && last->count && v.counter > last->count) {
+		n = (v.counter - last->count + half) / sample_period_ns;
+		ran = exec_ns > last->exec_ns ? exec_ns - last->exec_ns : 0;
+		ran = (ran + half) / sample_period_ns;
+		if (n > ran)
+			n = ran;
+	}
+	last->count = v.counter;
+	last->id = id;
+	last->exec_ns = exec_ns;
+	if (n < 1 || n > 1000)
+		n = 1;
+	return n;
+}
+
+static __always_inline void sample_stacks(struct bpf_perf_event_data *ctx,
+					  struct task_struct *task,
+					  struct wc_task *t)
+{
+	struct scratch *sc = scratch_buf(SCRATCH_SAMPLE);
+	__u64 uh, kh, exec_ns = task->se.sum_exec_runtime, ran;
+	long len;
+
+	/* the scheduler updates the run time at its own ticks: nothing new
+	 * since the last sample is nothing to weigh */
+	if (!sc || exec_ns <= t->sample_exec_ns)
+		return;
+	ran = exec_ns - t->sample_exec_ns;
+	t->sample_exec_ns = exec_ns;
+	len = bpf_get_stack(ctx, sc->k.ip, sizeof(sc->k.ip), 0);
+	kh = save_stack(&sc->k, len);
+	uh = STACK_NONE;
+	if (!(task->flags & K_PF_KTHREAD))
+		if (walk_user(ctx, sc, task,
+			      (struct pt_regs *)bpf_task_pt_regs(task)))
+			uh = save_stack(&sc->u, (long)sc->u.nr * sizeof(__u64));
+	add_weight(task->tgid, WC_ONCPU, uh, kh, ran);
+}
+
+#endif /* WC_SAMPLE_BPF_H */

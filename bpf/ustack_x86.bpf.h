@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ustack_x86.bpf.h - the user stack on x86-64: the frame-pointer
+ * walk and the recovery of callers lost in functions without frame
+ * pointers.
+ *
+ * Decodes x86-64 call instructions and frame layouts: another
+ * architecture needs its own, so a build for one stops here.
+ *
+ * Included once, in order, by wallclock.bpf.c.
+ */
+#ifndef WC_USTACK_X86_BPF_H
+#define WC_USTACK_X86_BPF_H
+
+#ifndef __TARGET_ARCH_x86
+#error "the user-stack walk decodes x86-64; write one for this architecture"
+#endif
+
+/*
+ * Frame pointers lose the caller of a function built without them, and
+ * Debian's libc is: a thread blocked in nanosleep() shows libc and then
+ * the caller's caller.  The lost return address is on the stack between
+ * the stack pointer and the frame pointer (the frame of the function
+ * without one), so look there for words that point into executable memory
+ * right after a call instruction, and splice them in after the innermost
+ * frame, in stack order (which is call order).  Requiring both makes a
+ * stale pointer in a local variable an unlikely impostor.
+ */
+#define K_VM_EXEC 0x4
+
+/*
+ * Whether an address is in executable memory is bpf_find_vma()'s to say,
+ * but with IRQs off (the sampler, the switch hook) it can answer only once
+ * until the CPU next takes interrupts (it releases the mmap lock from an
+ * irq_work), and each answer costs that interrupt.  So each process keeps
+ * the executable mappings it was found to have, and a walk asks about at
+ * most one new one.  A kept range can only go stale by being unmapped
+ * while its process lives on, and a candidate must still follow a call
+ * instruction.
+ */
+struct vma_answer {
+	__u64 start;
+	__u64 end;
+	bool exec;
+};
+
+static long vma_note(struct task_struct *task, struct vm_area_struct *vma,
+		     void *data)
+{
+	struct vma_answer *a = data;
+
+	a->start = vma->vm_start;
+	a->end = vma->vm_end;
+	a->exec = (vma->vm_flags & K_VM_EXEC) != 0;
+	return 0;
+}
+
+static __always_inline struct texts *texts_of(struct task_struct *task)
+{
+	struct text_key k = {.mm = (__u64)task->mm, .tgid = task->tgid};
+	struct texts *x = bpf_map_lookup_elem(&texts, &k), fresh = {};
+
+	if (x)
+		return x;
+	bpf_map_update_elem(&texts, &k, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&texts, &k);
+}
+
+/* Whether w is in an executable mapping of task: false if not, or not
+ * known and this walk's one question was already asked. */
+static __always_inline bool is_exec(struct texts *x, struct task_struct *task,
+				    __u64 w, bool *asked)
+{
+	struct vma_answer a = {};
+	__u32 i;
+
+	for (i = 0; i < TEXTS; i++)
+		if (w >= x->start[i] && w < x->end[i])
+			return true;
+	if (*asked)
+		return false;
+	*asked = true;
+	if (bpf_find_vma(task, w, vma_note, &a, 0) || !a.exec || a.end <= w)
+		return false;
+	i = x->next++ % TEXTS;
+	x->start[i & (TEXTS - 1)] = a.start;
+	x->end[i & (TEXTS - 1)] = a.end;
+	return true;
+}
+
+/* x86-64 calls: e8 rel32 (5 bytes), and ff /2 in its 2, 3, 4, 6 and 7
+ * byte forms (register, disp8, sib+disp8, disp32 or rip, sib+disp32). */
+static __always_inline bool after_call(__u64 ret)
+{
+	__u8 b[8];
+
+	if (bpf_probe_read_user(b, sizeof(b), (void *)(ret - 8)))
+		return false;
+	if (b[3] == 0xe8)
+		return true;
+	return (b[6] == 0xff && (b[7] & 0x38) == 0x10) ||
+	       (b[5] == 0xff && (b[6] & 0x38) == 0x10) ||
+	       (b[4] == 0xff && (b[5] & 0x38) == 0x10) ||
+	       (b[2] == 0xff && (b[3] & 0x38) == 0x10) ||
+	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
+}
+
+struct scan {
+	struct scratch *sc;
+	struct texts *texts;
+	struct task_struct *task;
+	__u64 sp;
+	__u32 words;
+	__u32 n;
+	bool asked;
+};
+
+/* One word of the scan; a bpf_loop() body, so the verifier walks it once
+ * rather than once per word. */
+static long scan_word(__u64 i, void *data)
+{
+	struct scan *c = data;
+	struct scratch *sc = c->sc;
+	__u64 w;
+
+	if (!sc || !c->texts || i >= c->words || i >= SCAN_WORDS ||
+	    c->n >= SCAN_CALLERS)
+		return 1;
+	w = sc->words[i & (SCAN_WORDS - 1)];
+	/* user text, not the stack itself */
+	if (w < 0x10000 || w >= 0x800000000000ULL ||
+	    (w >= c->sp - 0x100000 && w < c->sp + 0x800000))
+		return 0;
+	/* the cheap test first: asking about a mapping costs an IPI */
+	if (!after_call(w) || !is_exec(c->texts, c->task, w, &c->asked))
+		return 0;
+	sc->callers[c->n & (SCAN_CALLERS - 1)] = w;
+	c->n++;
+	return 0;
+}
+
+static __always_inline __u32 find_callers(struct scratch *sc,
+					  struct task_struct *task,
+					  struct pt_regs *regs)
+{
+	__u64 sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
+	struct scan c = {.sc = sc, .task = task, .sp = sp};
+
+	if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 4)
+		return 0;
+	c.words = (bp - sp) / 8;
+	if (bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)sp))
+		return 0;
+	c.texts = texts_of(task);
+	if (!c.texts)
+		return 0;
+	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	return c.n < SCAN_CALLERS ? c.n : SCAN_CALLERS;
+}
+
+/* out = walk[0], callers, walk[1..]: at most WC_STACK_DEPTH frames. */
+static __always_inline void splice(struct wc_stack *out,
+				   const struct wc_stack *walk,
+				   const __u64 *callers, __u32 ncallers)
+{
+	__u32 i, j;
+
+	out->nr = 0;
+	if (walk->nr == 0)
+		return;
+	out->ip[0] = walk->ip[0];
+	for (i = 0; i < SCAN_CALLERS && i < ncallers; i++) {
+		out->ip[1 + i] = callers[i];
+		barrier();
+	}
+	for (j = 1; j < WC_STACK_DEPTH && j < walk->nr; j++) {
+		__u32 k = j + i;
+
+		if (k >= WC_STACK_DEPTH)
+			break;
+		out->ip[k] = walk->ip[j];
+		barrier(); /* a loop, not a memmove call BPF lacks */
+	}
+	out->nr = walk->nr + i > WC_STACK_DEPTH ? WC_STACK_DEPTH : walk->nr + i;
+}
+
+/* The current thread's user stack into sc->u, walked by frame pointers,
+ * callers recovered; false if the kernel could not walk it. */
+static __always_inline bool walk_user(void *ctx, struct scratch *sc,
+				      struct task_struct *task,
+				      struct pt_regs *regs)
+{
+	long len = bpf_get_stack(ctx, sc->walk.ip, sizeof(sc->walk.ip),
+				 BPF_F_USER_STACK);
+	__u32 n;
+
+	sc->u.nr = 0;
+	if (len <= 0) {
+		if (len < 0)
+			count(WC_CNT_STACK_ERRORS);
+		return false;
+	}
+	sc->walk.nr = (__u32)(len / sizeof(__u64));
+	n = find_callers(sc, task, regs);
+	splice(&sc->u, &sc->walk, sc->callers, n);
+	return sc->u.nr > 0;
+}
+
+#endif /* WC_USTACK_X86_BPF_H */
