@@ -11,6 +11,9 @@
 #ifndef WC_CHARGE_BPF_H
 #define WC_CHARGE_BPF_H
 
+#define split_missed() count(WC_CNT_SWITCHES_MISSED)
+#include "split.h"
+
 /* The idle tasks all have pid 0: they are not threads anyone profiles. */
 static __always_inline bool profiled(struct task_struct *t)
 {
@@ -91,68 +94,13 @@ static __always_inline struct wc_task *first_sight(struct task_struct *task,
 	return create(task, now, state, task->se.sum_exec_runtime, rd);
 }
 
-static __always_inline __u32 slot(__u32 st)
-{
-	opaque(st);
-	return st & 3;
-}
-
-/*
- * How much of a wait since the checkpoint was spent in the run queue, up
- * to `now` on the clock of the CPU looking: what schedstat's run_delay
- * grew by, plus a stay in the run queue still under way (run_delay counts
- * it only once the thread runs).  A wait that ends in the run queue of
- * another CPU than it began on (the thread migrated) adds up the same.
- */
+/* How much of a wait since the checkpoint was spent in the run queue, up
+ * to `now` (runq_grown). */
 static __always_inline __u64 runq_part(struct task_struct *task,
 				       __u64 rd_ckpt, __u64 now)
 {
-	__u64 rd = task->sched_info.run_delay;
-	__u64 queued = task->sched_info.last_queued;
-
-	if (queued && now > queued)
-		rd += now - queued;
-	return rd > rd_ckpt ? rd - rd_ckpt : 0;
-}
-
-/* What a wait of wall nanoseconds, rq of them in the run queue (from
- * runq_part), spent asleep: a thread that went to sleep slept until it
- * was woken, and waited for a CPU from then on. */
-static __always_inline __u64 slept_part(__u64 wall, __u64 rq)
-{
-	return wall > rq ? wall - rq : 0;
-}
-
-/* Charge off-CPU time [from, to] whose first wait began in state st, rq of
- * it in the run queue.  Returns the part slept.  It may hold several waits
- * (switch-outs that took the quick path): those were all sleeps or
- * preemptions, so what a preemption's run queue time leaves is sleep. */
-static __always_inline __u64 add_wait(__u64 *times, __u32 st, __u64 from,
-				      __u64 to, __u64 rq)
-{
-	__u64 wall = to > from ? to - from : 0, slept;
-
-	if (st != WC_RUNQ && st != WC_SLEEP && st != WC_BLOCKED)
-		return 0;
-	slept = slept_part(wall, rq);
-	times[WC_T_RUNQ] += wall - slept;
-	times[slot(st == WC_RUNQ ? WC_SLEEP : st)] += slept;
-	return slept;
-}
-
-/* Charge an on-CPU stretch: the kernel's run time, and steal for the rest
- * of its wall time (if the kernel counted more, as it does across a
- * skipped clock update, the run time wins: it is the number users compare
- * with). */
-static __always_inline void add_run(__u64 *times, __u64 from, __u64 to,
-				    __u64 exec_from, __u64 exec_to)
-{
-	__u64 run = exec_to > exec_from ? exec_to - exec_from : 0;
-	__u64 wall = to > from ? to - from : 0;
-
-	times[WC_T_ONCPU] += run;
-	if (wall > run)
-		times[WC_T_STEAL] += wall - run;
+	return runq_grown(task->sched_info.run_delay,
+			  task->sched_info.last_queued, rd_ckpt, now);
 }
 
 static __always_inline void begin_write(struct wc_task *t)

@@ -8,62 +8,28 @@
 #ifndef WC_SWITCH_BPF_H
 #define WC_SWITCH_BPF_H
 
-/*
- * Charge prev's time since its checkpoint (its last switch-out that
- * charged), as it switches out again: the last wait ended when it last
- * arrived on a CPU (the kernel notes when, in sched_info.last_arrival, on
- * the run queue's clock, which is ours), and it has run since.  So the
- * switch-in needs no bookkeeping.  Run
- * time well beyond the stretch since the arrival means a switch-out went
- * unseen (two stints, two waits): the waits then get what the run leaves
- * of the wall time.  `before` is the run time of the stints before this
- * one since the checkpoint (whose switch-outs were quick), or
- * BEFORE_UNKNOWN.  Returns the part of the wait spent asleep.
- */
-#define UNSEEN_RUN_NS 2000000ULL
-
-#define BEFORE_UNKNOWN (~0ULL)
-
+/* Charge prev's time since its checkpoint (its last switch-out that
+ * charged), as it switches out again (split_stretch): the switch-in needs
+ * no bookkeeping.  `before` is the run time of the stints before this one
+ * since the checkpoint (whose switch-outs were quick), or BEFORE_UNKNOWN.
+ * Returns the part of the wait spent asleep. */
 static __always_inline __u64 charge(struct task_struct *prev,
 				    struct wc_task *t, __u64 now,
 				    __u64 exec_ns, __u64 before)
 {
-	__u64 arrived = prev->sched_info.last_arrival, start = t->ckpt;
-	__u64 wall = now > start ? now - start : 0;
-	__u64 run = exec_ns > t->exec_ns ? exec_ns - t->exec_ns : 0;
-	__u64 stint = wall, off = 0;
+	struct wc_stretch s = {
+		.arrived = prev->sched_info.last_arrival,
+		.start = t->ckpt,
+		.now = now,
+		.exec_ckpt = t->exec_ns,
+		.exec_now = exec_ns,
+		.before = before,
+		.state = t->state,
+	};
+	__u64 off = split_stretch(t->time_ns, &s);
 
-	if (t->state == WC_ONCPU) {
-		/* adopted running: no wait to end */
-		before = 0;
-	} else if (arrived < start || arrived > now) {
-		count(WC_CNT_SWITCHES_MISSED); /* no end to place */
-		before = 0;
-	} else {
-		/* `before` ran in stints since the checkpoint whose
-		 * switch-outs were quick, so had no steal: the rest of
-		 * the time up to this stint was waiting.  Unknown (the
-		 * slot was lost), this stint is taken to have had none. */
-		stint = now - arrived;
-		off = arrived - start;
-		if (before == BEFORE_UNKNOWN)
-			before = run > stint ? run - stint : 0;
-		if (before > run)
-			before = run;
-		if (before > off)
-			before = off;
-		off -= before;
-		if (run - before > stint + UNSEEN_RUN_NS) {
-			count(WC_CNT_SWITCHES_MISSED);
-			off = wall > run ? wall - run : 0;
-			before = 0;
-		}
-	}
-	t->time_ns[WC_T_ONCPU] += run;
-	if (stint > run - before)
-		t->time_ns[WC_T_STEAL] += stint - (run - before);
 	return add_wait(t->time_ns, t->state, 0, off,
-			runq_part(prev, t->rd_ckpt, arrived));
+			runq_part(prev, t->rd_ckpt, s.arrived));
 }
 
 /* The quick entry of a thread, and the key it must hold to be its: its
