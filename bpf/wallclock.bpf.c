@@ -28,8 +28,8 @@
  * the STEAL slot.  So on-CPU and run-queue times are what the kernel says,
  * to the nanosecond, while the slots still add up to wall time.
  *
- * Missed switches: on this kernel the sched_switch tracepoint does not show
- * every switch-in (measured: 0.3-3 % of a busy spinner's), which the
+ * Missed switches: the sched_switch tracepoint does not show every
+ * switch-in (measured on 6.18: 0.3-3 % of a busy spinner's), which the
  * accounting no longer needs.  A missed switch-out merges two stints and
  * two waits: the run is the kernel's, the waits get the rest of the wall
  * time, in the first one's state.  A switch-out that finds no arrival

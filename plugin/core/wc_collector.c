@@ -473,7 +473,7 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		       strerror(errno));
 		goto fail;
 	}
-	/* without it the programs store every stack they take, as before */
+	/* without it the programs copy out every stack each time they take it */
 	if (o->stacks && map_held(c))
 		wc_log(WC_LOG_WARN,
 		       "mapping the held-stacks set failed (%s): stacks are "
