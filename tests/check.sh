@@ -39,17 +39,32 @@ run() {
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
-# Unit tests through automake (so `make check` stays the developer's entry
-# point); their per-case lines are in the logs it writes.
-( cd "$BUILD" && make -s -j"$(nproc)" check >"$BUILD/make-check.out" 2>&1 )
-make_check=$?
-before=$failed
-for t in "$BUILD"/tests/unit/*/test_*.log; do
-	run "unit $(basename "$t" .log)" cat "$t"
-done
-if [ "$make_check" -ne 0 ] && [ "$failed" -eq "$before" ]; then
-	tail -20 "$BUILD/make-check.out"
-	echo "FAIL: make check: exited with status $make_check" | tee -a "$LOG"
+# unit DIR LABEL: the unit tests through automake in build DIR (so `make
+# check` stays the developer's entry point); their per-case lines are in
+# the logs it writes
+unit() {
+	local dir=$1 label=$2 rc before=$failed t
+	( cd "$dir" && make -s -j"$(nproc)" check >"$dir/make-check.out" 2>&1 )
+	rc=$?
+	for t in "$dir"/tests/unit/*/test_*.log; do
+		run "$label $(basename "$t" .log)" cat "$t"
+	done
+	if [ "$rc" -ne 0 ] && [ "$failed" -eq "$before" ]; then
+		tail -20 "$dir/make-check.out"
+		echo "FAIL: $label: make check exited with status $rc" |
+			tee -a "$LOG"
+		failed=$((failed + 1))
+	fi
+}
+unit "$BUILD" "unit"
+# and again with every file under ASan and UBSan, in a build of their own
+SAN_BUILD=$BUILD-san
+mkdir -p "$SAN_BUILD"
+if [ -f "$SAN_BUILD/Makefile" ] ||
+	(cd "$SAN_BUILD" && "$SRC/configure" -q --enable-sanitizers); then
+	unit "$SAN_BUILD" "unit asan"
+else
+	echo "FAIL: unit asan: configure --enable-sanitizers failed" | tee -a "$LOG"
 	failed=$((failed + 1))
 fi
 
