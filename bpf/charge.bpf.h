@@ -81,9 +81,8 @@ static __always_inline struct wc_task *create(struct task_struct *task,
  * finds queued and never run loses the microseconds it has waited so
  * far).
  */
-static __always_inline struct wc_task *first_sight(struct task_struct *task,
-						   __u64 now, __u32 state,
-						   bool running)
+static __always_inline struct wc_task *
+first_sight(struct task_struct *task, __u64 now, __u32 state, bool running)
 {
 	__u64 rd = task->sched_info.run_delay;
 	__u64 arrived = task->sched_info.last_arrival;
@@ -96,8 +95,8 @@ static __always_inline struct wc_task *first_sight(struct task_struct *task,
 
 /* How much of a wait since the checkpoint was spent in the run queue, up
  * to `now` (runq_grown). */
-static __always_inline __u64 runq_part(struct task_struct *task,
-				       __u64 rd_ckpt, __u64 now)
+static __always_inline __u64 runq_part(struct task_struct *task, __u64 rd_ckpt,
+				       __u64 now)
 {
 	return runq_grown(task->sched_info.run_delay,
 			  task->sched_info.last_queued, rd_ckpt, now);

@@ -76,16 +76,14 @@ static __always_inline void emit_exit(struct task_struct *task,
 /* A thread that dies at its first switch-out (it ran once, briefly, and
  * no sample met it): if it started since we loaded, its whole life is its
  * wait for a first CPU and the run since. */
-static __always_inline void emit_first_exit(struct task_struct *task,
-					    __u64 now)
+static __always_inline void emit_first_exit(struct task_struct *task, __u64 now)
 {
 	__u64 arrived = task->sched_info.last_arrival;
 	__u64 rd = task->sched_info.run_delay;
 	__u64 run = task->se.sum_exec_runtime, stint;
 	struct wc_task_rec *r;
 
-	if (!load_mono_ns || task->start_time < load_mono_ns ||
-	    arrived > now)
+	if (!load_mono_ns || task->start_time < load_mono_ns || arrived > now)
 		return;
 	stint = now - arrived;
 	r = exit_rec(task, rd + (stint > run ? stint : run));

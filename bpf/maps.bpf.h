@@ -37,9 +37,9 @@ struct wc_task {
 	 * checkpoint, counting a wait in the run queue that is under way:
 	 * what it grows by is the run-queue part of a wait. */
 	__u64 rd_ckpt;
-	__u32 place;	/* index of the place the current wait began at */
-	__u8 loud;	/* places whose hist has a long wait, one bit each */
-	__u8 learned;	/* a wait of this thread has been learned from */
+	__u32 place;  /* index of the place the current wait began at */
+	__u8 loud;    /* places whose hist has a long wait, one bit each */
+	__u8 learned; /* a wait of this thread has been learned from */
 	__u16 pad;
 	/* the user stack walked as the current wait began, stored in
 	 * `stacks` (user space keeps it while a thread has it parked) */
@@ -185,7 +185,6 @@ struct {
 	__type(value, struct texts);
 } texts SEC(".maps");
 
-
 /*
  * What a switch-out needs to know to skip the task storage: one entry per
  * thread, at its pid modulo QUICK_SLOTS (threads that share a slot take
@@ -197,11 +196,14 @@ struct {
  * that stint's steal, if any, is counted as sleep.
  */
 #define QUICK_SLOTS 65536
-#define Q_PENDING 0x1 /* the next switch-out must charge: a blocked wait
+#define Q_PENDING                                                              \
+	0x1 /* the next switch-out must charge: a blocked wait
 			 or a parked stack is under way */
-#define Q_QUIET 0x2   /* no place of the thread has had a long wait lately:
+#define Q_QUIET                                                                \
+	0x2 /* no place of the thread has had a long wait lately:
 			 nothing to park at a sleep */
-#define Q_MERGED 0x4  /* quick switch-outs since the storage's checkpoint:
+#define Q_MERGED                                                               \
+	0x4 /* quick switch-outs since the storage's checkpoint:
 			 exec_dep says how much of the time since was run */
 
 struct quick {

@@ -52,8 +52,8 @@ static __always_inline __u32 slot(__u32 st)
  * that ends in the run queue of another CPU than it began on (the thread
  * migrated) adds up the same.
  */
-static __always_inline __u64 runq_grown(__u64 rd, __u64 queued,
-					__u64 rd_ckpt, __u64 now)
+static __always_inline __u64 runq_grown(__u64 rd, __u64 queued, __u64 rd_ckpt,
+					__u64 now)
 {
 	if (queued && now > queued)
 		rd += now - queued;
@@ -126,8 +126,7 @@ static __always_inline __u64 split_stretch(__u64 *times,
 					   const struct wc_stretch *s)
 {
 	__u64 wall = s->now > s->start ? s->now - s->start : 0;
-	__u64 run = s->exec_now > s->exec_ckpt ? s->exec_now - s->exec_ckpt
-					       : 0;
+	__u64 run = s->exec_now > s->exec_ckpt ? s->exec_now - s->exec_ckpt : 0;
 	__u64 stint = wall, off = 0, before = s->before;
 
 	if (s->state == WC_ONCPU) {

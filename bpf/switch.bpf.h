@@ -13,9 +13,8 @@
  * no bookkeeping.  `before` is the run time of the stints before this one
  * since the checkpoint (whose switch-outs were quick), or BEFORE_UNKNOWN.
  * Returns the part of the wait spent asleep. */
-static __always_inline __u64 charge(struct task_struct *prev,
-				    struct wc_task *t, __u64 now,
-				    __u64 exec_ns, __u64 before)
+static __always_inline __u64 charge(struct task_struct *prev, struct wc_task *t,
+				    __u64 now, __u64 exec_ns, __u64 before)
 {
 	struct wc_stretch s = {
 		.arrived = prev->sched_info.last_arrival,
@@ -37,8 +36,7 @@ static __always_inline __u64 charge(struct task_struct *prev,
  * thread that execs takes its leader's pid, not its canary), else its
  * start time.  The canary shares a cache line with the pid; the start
  * time is one more miss per thread in a walk. */
-static __always_inline struct quick *quick_of(struct task_struct *p,
-					      __u64 *key)
+static __always_inline struct quick *quick_of(struct task_struct *p, __u64 *key)
 {
 	__u32 i = (__u32)p->pid & (QUICK_SLOTS - 1);
 	__u64 mix;
@@ -94,8 +92,8 @@ static __always_inline __u64 merged_run(const struct quick *q, __u64 key,
 
 /* After prev's storage was charged (or to forget a dead thread). */
 static __always_inline void publish(struct quick *q, __u64 key,
-				    struct task_struct *prev,
-				    struct wc_task *t, __u64 now, bool dead)
+				    struct task_struct *prev, struct wc_task *t,
+				    __u64 now, bool dead)
 {
 	if (!q)
 		return;
@@ -122,9 +120,8 @@ static __always_inline void publish(struct quick *q, __u64 key,
  * them all together, the run up to the last quick one as run and the rest
  * until this stint as waits.
  */
-static __always_inline bool quick_out(struct task_struct *prev,
-				      struct quick *q, __u64 key, __u64 now,
-				      __u32 state)
+static __always_inline bool quick_out(struct task_struct *prev, struct quick *q,
+				      __u64 key, __u64 now, __u32 state)
 {
 	__u64 arrived;
 
@@ -136,8 +133,9 @@ static __always_inline bool quick_out(struct task_struct *prev,
 	    !at_quiet_place(prev, q->quiet_key))
 		return false;
 	arrived = prev->sched_info.last_arrival;
-	if (arrived > now || now - arrived != prev->se.sum_exec_runtime -
-						       prev->se.prev_sum_exec_runtime)
+	if (arrived > now ||
+	    now - arrived !=
+		    prev->se.sum_exec_runtime - prev->se.prev_sum_exec_runtime)
 		return false;
 	q->dep = now;
 	q->rd_dep = prev->sched_info.run_delay;

@@ -42,11 +42,9 @@ struct merged {
 	__u64 dep; /* the last switch-out, if the entry is the thread's */
 };
 
-static __always_inline void charge_waiting(struct task_struct *task,
-					   struct wc_task_rec *r, __u32 st,
-					   __u64 ckpt, __u64 exec_ns,
-					   __u64 rd_ckpt,
-					   const struct merged *m)
+static __always_inline void
+charge_waiting(struct task_struct *task, struct wc_task_rec *r, __u32 st,
+	       __u64 ckpt, __u64 exec_ns, __u64 rd_ckpt, const struct merged *m)
 {
 	__u64 now = rq_clock_of(bpf_get_current_task_btf()), arrived = 0;
 	__u64 run_ns = task->se.sum_exec_runtime, before;
@@ -118,8 +116,7 @@ static __always_inline bool snapshot(struct task_struct *task,
 			add_run(r->time_ns, 0, 0, exec_ns,
 				task->se.sum_exec_runtime);
 		else
-			charge_waiting(task, r, st, ckpt, exec_ns, rd_ckpt,
-				       &m);
+			charge_waiting(task, r, st, ckpt, exec_ns, rd_ckpt, &m);
 		r->state = st;
 		r->id = t->id;
 		r->samples = t->samples;
@@ -177,7 +174,7 @@ struct {
 } walk_hints SEC(".maps");
 
 struct walk_ahead {
-	__u64 task[WARM_RING];	/* by walk position */
+	__u64 task[WARM_RING]; /* by walk position */
 	__u64 entry[WARM_RING];
 	__u32 tid[WARM_RING];
 	/* where a run is in the process list (a count in a register would
@@ -345,15 +342,14 @@ static __noinline bool thread_rec(struct task_struct *task,
 	return true;
 }
 
-extern int bpf_iter_task_new(struct bpf_iter_task *it,
-			     struct task_struct *task, unsigned int flags)
-	__weak __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it)
-	__weak __ksym;
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __weak __ksym;
+extern struct task_struct *
+bpf_iter_task_next(struct bpf_iter_task *it) __weak __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __weak __ksym;
 extern struct task_struct *bpf_task_from_pid(s32 pid) __weak __ksym;
-extern struct task_struct *bpf_task_acquire(struct task_struct *p)
-	__weak __ksym;
+extern struct task_struct *
+bpf_task_acquire(struct task_struct *p) __weak __ksym;
 extern void bpf_task_release(struct task_struct *p) __weak __ksym;
 extern void bpf_rcu_read_lock(void) __weak __ksym;
 extern void bpf_rcu_read_unlock(void) __weak __ksym;

@@ -185,8 +185,7 @@ int wc_snap(void *ctx)
 
 	/* older kernels: the loader does not load this program at all */
 	if (!ksym_exists(bpf_iter_task_new) ||
-	    !ksym_exists(bpf_task_from_pid) ||
-	    !ksym_exists(bpf_rcu_read_lock))
+	    !ksym_exists(bpf_task_from_pid) || !ksym_exists(bpf_rcu_read_lock))
 		return 1;
 	snap.stop_tgid = 0;
 	snap.stop_tid = 0;

@@ -56,7 +56,7 @@ struct wc_task_rec {
 	__u64 id; /* unique per thread for the life of the profiler */
 	__u64 leader_start_ns; /* start time of the thread group leader */
 	__u64 time_ns[WC_NSLOTS];
-	__u64 samples; /* on-CPU samples taken while this thread ran */
+	__u64 samples;	     /* on-CPU samples taken while this thread ran */
 	__u64 parked_ustack; /* stack hash a wait under way will name */
 	__u64 owed_kstack;   /* stack hash an owed wait will name */
 	__u32 tid;
@@ -107,15 +107,15 @@ enum wc_counter {
 	WC_CNT_OFFCPU_USER_MISSED, /* of those, unexpected (recent waits from
 				    * their place were short) and with no
 				    * later sleep there to lend a user stack */
-	WC_CNT_WALKS_UNUSED,	  /* user stacks walked for a wait that then
+	WC_CNT_WALKS_UNUSED,	   /* user stacks walked for a wait that then
 				   * was short */
-	WC_CNT_STACKS_TRUNCATED, /* stacks cut at WC_STACK_DEPTH frames */
-	WC_CNT_SWITCHES_CHARGED, /* switch-outs that took the slow path (the
+	WC_CNT_STACKS_TRUNCATED,   /* stacks cut at WC_STACK_DEPTH frames */
+	WC_CNT_SWITCHES_CHARGED,   /* switch-outs that took the slow path (the
 				  * task storage): the rest only noted when
 				  * their wait began */
-	WC_CNT_STACKS_KNOWN,	 /* stacks user space said it holds: named,
+	WC_CNT_STACKS_KNOWN,	   /* stacks user space said it holds: named,
 				  * not stored again */
-	WC_CNT_EXITS_DROPPED_NS, /* their threads' time since the last walk
+	WC_CNT_EXITS_DROPPED_NS,   /* their threads' time since the last walk
 				 * read them: the time they took along */
 	WC_CNT_NR,
 };

@@ -70,6 +70,8 @@ fi
 
 # The folders of plugin/ call only downwards
 run "layers" python3 tests/layers.py
+# the C sources are laid out as .clang-format says
+run "format" tests/format.sh
 # make rebuilds the BPF object when any header of it changes
 run "bpf deps" tests/bpf_deps.sh "$BUILD"
 # the flame graph's script is real JavaScript (the browser test runs it)

@@ -12,6 +12,8 @@ PACKAGES=(
 	# run and test (libc6-dbg names libc's internal functions)
 	collectd-utils rrdtool python3 linux-perf util-linux procps libc6-dbg
 	g++ binutils libxml2-utils graphite-carbon python3-whisper
+	# the layout of the C sources (tests/format.sh)
+	clang-format
 	# the fuzz targets (libFuzzer's runtime)
 	libclang-rt-14-dev
 	# the peers the benchmark compares against (linux-perf above)

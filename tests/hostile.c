@@ -90,7 +90,8 @@ static void write_map(void (*code)(uint64_t))
 {
 	int fd = open_map();
 
-	dprintf(fd, "%lx 40 hostile_jit_spin\n", (unsigned long)(uintptr_t)code);
+	dprintf(fd, "%lx 40 hostile_jit_spin\n",
+		(unsigned long)(uintptr_t)code);
 	close(fd);
 }
 
@@ -114,7 +115,8 @@ static void grow_map(void (*code)(uint64_t))
 	pthread_t t;
 	int fd = open_map();
 
-	dprintf(fd, "%lx 40 hostile_jit_spin\n", (unsigned long)(uintptr_t)code);
+	dprintf(fd, "%lx 40 hostile_jit_spin\n",
+		(unsigned long)(uintptr_t)code);
 	if (pthread_create(&t, NULL, grow, (void *)(intptr_t)fd))
 		die("pthread_create");
 }

@@ -40,7 +40,7 @@ struct result {
 	const char *kind;
 	pid_t tid;
 	uint64_t on_ns, runq_ns, wall_ns;
-	uint64_t runs; /* times it arrived on a CPU (schedstat's pcount) */
+	uint64_t runs;	 /* times it arrived on a CPU (schedstat's pcount) */
 	uint64_t end_ns; /* when it reported (CLOCK_MONOTONIC) */
 };
 

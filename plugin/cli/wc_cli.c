@@ -336,8 +336,9 @@ static int read_file(struct wc_merge *t, const char *path, bool from_dir)
 	}
 	if (fd < 0 || wc_merge_read_fd(t, fd) != 0) {
 		fprintf(stderr, "wallclock: %s: %s\n", path,
-			fd >= 0 && errno == EIO ? "corrupt or truncated gzip data"
-						: strerror(errno));
+			fd >= 0 && errno == EIO
+				? "corrupt or truncated gzip data"
+				: strerror(errno));
 		return -1;
 	}
 	return 0;

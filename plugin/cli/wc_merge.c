@@ -216,8 +216,10 @@ int wc_merge_read_fd(struct wc_merge *t, int fd)
 
 static int by_value_desc(const void *a, const void *b)
 {
-	const struct wc_merge_entry *x = *(const struct wc_merge_entry *const *)a;
-	const struct wc_merge_entry *y = *(const struct wc_merge_entry *const *)b;
+	const struct wc_merge_entry *x =
+		*(const struct wc_merge_entry *const *)a;
+	const struct wc_merge_entry *y =
+		*(const struct wc_merge_entry *const *)b;
 
 	if (x->value != y->value)
 		return x->value < y->value ? 1 : -1;

@@ -328,8 +328,7 @@ static int wc_drain_cb(user_data_t *ud)
 	return 0;
 }
 
-static int register_drain(const char *name, const struct drain *d,
-			  double every)
+static int register_drain(const char *name, const struct drain *d, double every)
 {
 	user_data_t ud = {.data = (void *)d};
 

@@ -17,7 +17,7 @@
 #define TAKE_OVER 2
 #define TAKE_MIN_NS 1000000ULL
 #define HOLD_READS 10
-#define SCORE_SHIFT 3 /* score: busy ns a read, averaged over ~8, x8 */
+#define SCORE_SHIFT 3	/* score: busy ns a read, averaged over ~8, x8 */
 #define TAKEN_LOGGED 10 /* then only counted */
 #define LOST_AFTER_READS 2
 #define LOST_LOGGED 10 /* then only counted */
@@ -162,8 +162,7 @@ int wc_account_new(const struct wc_account_opts *o, struct wc_account **out)
 	a->scratch = calloc(o->max_threads, sizeof(*a->scratch));
 	a->by_tid = calloc(BY_TID_SLOTS, sizeof(*a->by_tid));
 	if (!a->threads || !a->procs || !a->groups || !a->scratch ||
-	    !a->by_tid ||
-	    slab_init(&a->tslab, o->max_threads) ||
+	    !a->by_tid || slab_init(&a->tslab, o->max_threads) ||
 	    slab_init(&a->pslab, o->max_threads) ||
 	    wc_idmap_init(&a->thread_ids, o->max_threads) ||
 	    wc_idmap_init(&a->proc_keys, o->max_threads) ||
@@ -347,8 +346,7 @@ void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
 	wc_idmap_prefetch(&a->tgids, tgid);
 }
 
-static void record(struct wc_account *a, const struct wc_task_rec *r,
-		   bool late)
+static void record(struct wc_account *a, const struct wc_task_rec *r, bool late)
 {
 	bool exited = r->flags & WC_REC_EXITED;
 	struct thread *t = thread_of(a, r);

@@ -36,11 +36,11 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
-	struct wc_walk *walk;	/* NULL: the kernel has no open-coded walk */
-	bool walk_failing;	/* logged; quiet until a walk works again */
-	struct wc_stack_key *keys;	/* drain buffers, stack_entries each */
+	struct wc_walk *walk;	   /* NULL: the kernel has no open-coded walk */
+	bool walk_failing;	   /* logged; quiet until a walk works again */
+	struct wc_stack_key *keys; /* drain buffers, stack_entries each */
 	uint64_t *weights;
-	uint64_t *hashes;	/* a chunk of a stack table at a time */
+	uint64_t *hashes; /* a chunk of a stack table at a time */
 	struct wc_stack *chunk;
 	struct wc_stack_short *short_chunk;
 	uint32_t stack_entries;
@@ -61,10 +61,9 @@ struct wc_collector {
 	void *arg;
 	/* whole records from its start: the iterator's are handed over in
 	 * place */
-	_Alignas(struct wc_task_rec) unsigned char
-		iter_buf[ITER_BUF_BYTES + REC_BYTES];
+	_Alignas(struct wc_task_rec) unsigned char iter_buf[ITER_BUF_BYTES +
+							    REC_BYTES];
 };
-
 
 /* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns and task start times. */
 static __u64 mono_now_ns(void)
@@ -154,7 +153,8 @@ static int check_kernel(char *err, size_t errlen)
 	if (!missing &&
 	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1)
 		missing = "BPF task storage (5.11)";
-	if (!missing && libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
+	if (!missing &&
+	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
 		missing = "the BPF ring buffer (5.8)";
 	btf__free(btf);
 	if (!missing)
@@ -205,8 +205,7 @@ static int size_stacks(struct wc_collector *c,
 	c->hashes = calloc(STACK_CHUNK, sizeof(*c->hashes));
 	c->chunk = calloc(STACK_CHUNK, sizeof(*c->chunk));
 	c->short_chunk = calloc(STACK_CHUNK, sizeof(*c->short_chunk));
-	return c->keys && c->weights && c->hashes && c->chunk &&
-		       c->short_chunk
+	return c->keys && c->weights && c->hashes && c->chunk && c->short_chunk
 		       ? 0
 		       : -ENOMEM;
 }
@@ -317,9 +316,10 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 {
 	c->switch_link = bpf_program__attach(c->skel->progs.wc_switch);
 	if (!c->switch_link)
-		return wc_err(err, errlen, "attaching %s failed: %s",
-			      bpf_program__section_name(c->skel->progs.wc_switch),
-			      strerror(errno));
+		return wc_err(
+			err, errlen, "attaching %s failed: %s",
+			bpf_program__section_name(c->skel->progs.wc_switch),
+			strerror(errno));
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
 	if (!c->iter_link)
 		return wc_err(err, errlen,

@@ -194,8 +194,8 @@ int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg)
 	w->arg = arg;
 	w->args->pos = 0;
 	for (i = 0; i + 1 < w->nbounds && rc == 0; i++)
-		rc = run_range(w, (struct range){w->bounds[i],
-						 w->bounds[i + 1], 0});
+		rc = run_range(
+			w, (struct range){w->bounds[i], w->bounds[i + 1], 0});
 	w->fn = NULL;
 	w->arg = NULL;
 	if (rc)

@@ -39,8 +39,7 @@ struct wc_walk_stats {
 
 /* Records in batches, so the receiver can fetch what it needs for a
  * batch before it works through it. */
-typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *recs,
-			   size_t n);
+typedef void (*wc_walk_fn)(void *arg, const struct wc_task_rec *recs, size_t n);
 
 /* prog_fd: wc_snap; map_fd: its array of records (BPF_F_MMAPABLE), nrecs
  * long; args: its .bss arguments. */

@@ -46,7 +46,7 @@ struct wc_engine {
 	struct wc_collector *collector;
 	struct wc_account *account;
 	uint64_t read_ns;
-	uint64_t read_at_ns; /* CLOCK_REALTIME, see wc_engine_read_at */
+	uint64_t read_at_ns;	  /* CLOCK_REALTIME, see wc_engine_read_at */
 	struct wc_stacks *stacks; /* NULL when stacks are off */
 	struct wc_flush *flush;
 	time_t next_flush;
@@ -229,8 +229,7 @@ int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen)
 	return rc;
 }
 
-static void on_late_records(void *arg, const struct wc_task_rec *recs,
-			    size_t n)
+static void on_late_records(void *arg, const struct wc_task_rec *recs, size_t n)
 {
 	struct wc_engine *e = arg;
 	size_t i;
@@ -388,8 +387,7 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 	return rc;
 }
 
-int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
-		    size_t errlen)
+int wc_engine_flush(struct wc_engine *e, time_t when, char *err, size_t errlen)
 {
 	int drained;
 
@@ -450,8 +448,8 @@ static void say_caps(struct wc_engine *e)
 {
 	char what[1024];
 
-	e->caps_missing = wc_caps_missing(e->stacks != NULL, what,
-					  sizeof(what));
+	e->caps_missing =
+		wc_caps_missing(e->stacks != NULL, what, sizeof(what));
 	if (e->caps_missing)
 		wc_log(WC_LOG_WARN,
 		       "stacks will be less complete: %s (capabilities_missing "

@@ -27,13 +27,13 @@ struct wc_engine;
 struct wc_self_stats {
 	struct wc_counters bpf; /* cumulative */
 	struct wc_account_stats acct;
-	uint64_t read_ns;      /* how long the last read took */
-	double exit_ring_fill; /* 0..1, when the last read drained it */
-	double table_fill;     /* 0..1: tracked threads / MaxThreads */
-	unsigned int ncpus;    /* CPUs sampled */
+	uint64_t read_ns;	   /* how long the last read took */
+	double exit_ring_fill;	   /* 0..1, when the last read drained it */
+	double table_fill;	   /* 0..1: tracked threads / MaxThreads */
+	unsigned int ncpus;	   /* CPUs sampled */
 	unsigned int caps_missing; /* of those stacks use (wc_caps.h) */
 	struct wc_walk_stats walk;
-	bool stacks;	       /* the rest is about stacks, if on */
+	bool stacks; /* the rest is about stacks, if on */
 	struct wc_stacks_stats window;
 	struct wc_flush_stats flush;
 	uint64_t weights_unowned; /* weights of dropped or unknown processes */
@@ -76,8 +76,7 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 /* Flush now, whatever the interval (a command-line recording's end).
  * 0, or -1 if stacks are off or the file was not written (err says
  * which); a failed last drain is logged, and the file written without. */
-int wc_engine_flush(struct wc_engine *e, time_t when, char *err,
-		    size_t errlen);
+int wc_engine_flush(struct wc_engine *e, time_t when, char *err, size_t errlen);
 
 void wc_engine_foreach_group(struct wc_engine *e, wc_group_fn fn, void *arg);
 void wc_engine_self(struct wc_engine *e, struct wc_self_stats *out);

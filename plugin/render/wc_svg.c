@@ -348,7 +348,8 @@ static void set_label(char *dst, const char *src)
 {
 	bool cut;
 
-	wc_text_clean(src, src ? strlen(src) : 0, dst, WC_SVG_MAX_LABEL + 1, &cut);
+	wc_text_clean(src, src ? strlen(src) : 0, dst, WC_SVG_MAX_LABEL + 1,
+		      &cut);
 }
 
 static int check_opts(const struct wc_svg_opts *o)

@@ -473,8 +473,8 @@ static size_t group_flushes(const struct scan *sc, const char *keep,
 
 		if (!n || strcmp(e->stamp, g[n - 1].key->stamp) ||
 		    e->dup != g[n - 1].key->dup)
-			g[n++] = (struct flush_files){.first = i, .key = e,
-						      .mtime = e->mtime};
+			g[n++] = (struct flush_files){
+				.first = i, .key = e, .mtime = e->mtime};
 		g[n - 1].n++;
 		g[n - 1].bytes += e->size;
 		g[n - 1].keep |= keep && strcmp(e->name, keep) == 0;

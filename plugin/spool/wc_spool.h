@@ -54,7 +54,7 @@
 struct wc_spool_opts {
 	const char *dir;
 	bool gzip;
-	int gzip_level;	     /* 1..9, 0 for zlib's default (6) */
+	int gzip_level;	       /* 1..9, 0 for zlib's default (6) */
 	unsigned keep_flushes; /* 0 = no limit, for each of the three */
 	unsigned keep_age_s;
 	uint64_t keep_bytes;

@@ -84,8 +84,10 @@ static void open_spool(struct wc_flush *f)
 
 	f->spool = wc_spool_open(&o, err, sizeof(err));
 	if (f->spool && f->spool_err[0])
-		wc_log(WC_LOG_NOTICE, "spool %s: usable again, writing stack "
-				      "files", cfg->spool_dir);
+		wc_log(WC_LOG_NOTICE,
+		       "spool %s: usable again, writing stack "
+		       "files",
+		       cfg->spool_dir);
 	if (f->spool) {
 		f->spool_err[0] = '\0';
 		return;
@@ -308,10 +310,15 @@ static size_t put_kernel(struct wc_flush *f, size_t n,
  */
 static bool is_entry_point(const char *name)
 {
-	static const char *const entry[] = {
-		"_start",	 "__libc_start_main", "__libc_start_call_main",
-		"start_thread", "clone",		"clone3",
-		"__clone",	 "__clone3",		"thread_start"};
+	static const char *const entry[] = {"_start",
+					    "__libc_start_main",
+					    "__libc_start_call_main",
+					    "start_thread",
+					    "clone",
+					    "clone3",
+					    "__clone",
+					    "__clone3",
+					    "thread_start"};
 	size_t n = strcspn(name, "@"), i;
 
 	for (i = 0; i < sizeof(entry) / sizeof(entry[0]); i++)

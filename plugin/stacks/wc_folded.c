@@ -222,8 +222,8 @@ static int stack_new(struct wc_fold *f, uint32_t cell, size_t n, uint32_t h,
 		f->stacks = s;
 		f->stacks_cap = ncap;
 	}
-	if (wc_budget_grow(&f->budget, (void **)&f->pool, &f->pool_cap, f->pool_len + n,
-		 sizeof(*f->pool)))
+	if (wc_budget_grow(&f->budget, (void **)&f->pool, &f->pool_cap,
+			   f->pool_len + n, sizeof(*f->pool)))
 		return -1;
 	s = &f->stacks[f->nstacks];
 	memset(s, 0, sizeof(*s));
@@ -252,7 +252,8 @@ uint32_t wc_fold_frame(struct wc_fold *f, const char *frame)
 	size_t len = sanitize(frame, f->frame_buf, sizeof(f->frame_buf), &cut);
 	uint32_t off;
 
-	if (wc_strtab_intern(&f->strs, f->frame_buf, len, may_insert(f), &off) < 0)
+	if (wc_strtab_intern(&f->strs, f->frame_buf, len, may_insert(f), &off) <
+	    0)
 		return WC_FOLD_NO_FRAME;
 	return off | (cut ? WC_FOLD_CUT : 0);
 }
@@ -378,7 +379,8 @@ void wc_fold_reset(struct wc_fold *f)
 	memset(f->cell_slots, 0, (f->cell_mask + 1) * sizeof(uint32_t));
 	memset(&f->st, 0, sizeof(f->st));
 	/* Cannot fail: new() reserved room for the name and the cells. */
-	wc_strtab_intern(&f->strs, WC_OTHER_GROUP, strlen(WC_OTHER_GROUP), true, &other);
+	wc_strtab_intern(&f->strs, WC_OTHER_GROUP, strlen(WC_OTHER_GROUP), true,
+			 &other);
 	for (k = 0; k < WC_FOLD_NKINDS; k++) {
 		cell_find(f, other, k, &slot);
 		cell_new(f, other, k, slot);
@@ -630,9 +632,9 @@ static size_t pick_lines(struct wc_fold *f, size_t top_n,
 							     : f->below_label;
 
 		if (c->other_us)
-			lines[n++] =
-				(struct fold_line){c->other_us, (uint32_t)i,
-						   NO_STACK, WC_FOLD_OTHER};
+			lines[n++] = (struct fold_line){c->other_us,
+							(uint32_t)i, NO_STACK,
+							WC_FOLD_OTHER};
 		if (c->label_us)
 			lines[n++] = (struct fold_line){
 				c->label_us, (uint32_t)i, NO_STACK, label};

@@ -158,8 +158,9 @@ static void frame_put(struct wc_memo *m, uint32_t who, uint64_t addr,
 	if (!e->addr) {
 		if (m->nframes >= m->max_frames) {
 			/* the walk has moved on to other processes */
-			memset(m->frames, 0, ((size_t)m->frame_mask + 1) *
-						     sizeof(*m->frames));
+			memset(m->frames, 0,
+			       ((size_t)m->frame_mask + 1) *
+				       sizeof(*m->frames));
 			m->nframes = 0;
 			m->st.frame_clears++;
 			e = frame_slot(m, who, addr);

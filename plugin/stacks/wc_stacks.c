@@ -49,7 +49,7 @@ struct weight {
 };
 
 struct wc_stacks {
-	struct weight *w;	  /* max_weights */
+	struct weight *w;	/* max_weights */
 	struct wc_strtab names; /* group names, each once per window */
 	struct wc_budget names_budget;
 	struct order *order, *sorted; /* max_weights each, the walk's */
@@ -57,7 +57,7 @@ struct wc_stacks {
 	uint32_t *radix;	      /* 1 << RADIX_BITS counts */
 	uint32_t nw, max_weights;
 	struct wc_idmap widx; /* weight key -> index into w */
-	uint64_t *wkeys;      /* the map key of a chain's head, to clear it; 0 */
+	uint64_t *wkeys; /* the map key of a chain's head, to clear it; 0 */
 
 	struct held *held; /* max_stacks */
 	uint32_t *free_list, nfree, max_stacks;
@@ -93,8 +93,7 @@ int wc_stacks_new(uint32_t max_weights, uint32_t max_stacks,
 	 * weight, with its index */
 	s->names_budget.max = (size_t)max_weights * (WC_NAME_MAX + 32) + 4096;
 	if (!s->w || !s->wkeys || !s->order || !s->sorted || !s->runs ||
-	    !s->radix ||
-	    !s->held || !s->free_list ||
+	    !s->radix || !s->held || !s->free_list ||
 	    wc_strtab_init(&s->names, &s->names_budget, 1024) ||
 	    wc_idmap_init(&s->widx, max_weights) ||
 	    wc_idmap_init(&s->sidx, max_stacks)) {
@@ -167,8 +166,7 @@ static bool same(const struct weight *e, uint32_t group,
 	       e->group == group;
 }
 
-void wc_stacks_prefetch(const struct wc_stacks *s,
-			const struct wc_stack_key *k)
+void wc_stacks_prefetch(const struct wc_stacks *s, const struct wc_stack_key *k)
 {
 	wc_idmap_prefetch(&s->widx, weight_key(k));
 	if (k->ustack > 1)
@@ -274,8 +272,8 @@ bool wc_stacks_get(const struct wc_stacks *s, uint64_t hash,
 
 /* One stable counting pass on a digit of the key, from a into b; false
  * (nothing moved) if every key has the same digit there. */
-static bool radix_pass(uint32_t *count, const struct order *a,
-		       struct order *b, uint32_t n, unsigned shift)
+static bool radix_pass(uint32_t *count, const struct order *a, struct order *b,
+		       uint32_t n, unsigned shift)
 {
 	const uint32_t mask = (1u << RADIX_BITS) - 1;
 	uint32_t i, sum = 0, c;
@@ -309,8 +307,7 @@ static int busier(const void *x, const void *y)
 /* Processes in a sorted walk, busiest first, from a into b: a flush whose
  * symbol budget runs out has named the hot paths. */
 static const struct order *busiest_first(struct wc_stacks *s,
-					 const struct order *a,
-					 struct order *b)
+					 const struct order *a, struct order *b)
 {
 	uint32_t i, j, nruns = 0, at = 0;
 
@@ -346,7 +343,8 @@ static const struct order *sort_order(struct wc_stacks *s)
 	for (i = 0; i < s->nw; i++) {
 		uint64_t u = s->w[i].ustack;
 
-		a[i].key = (uint64_t)s->w[i].tgid << 32 | (uint32_t)(u ^ u >> 32);
+		a[i].key = (uint64_t)s->w[i].tgid << 32 |
+			   (uint32_t)(u ^ u >> 32);
 		a[i].i = i;
 	}
 	if (!s->nw)

@@ -51,7 +51,7 @@ struct wc_sym_proc {
 	uint64_t maps_sig; /* hash of the executable maps lines */
 	struct wc_sym_map *maps;
 	size_t nmaps;
-	struct wc_symtab jit; /* finished, empty without a perf map */
+	struct wc_symtab jit;	  /* finished, empty without a perf map */
 	struct wc_file_id jit_id; /* the perf map read; all 0: none */
 	bool jit_likely; /* has anonymous or shared executable memory */
 	bool maps_cut;	 /* not all of them: past a bound */
@@ -383,11 +383,10 @@ static void proc_perfmap(struct wc_sym *s, struct wc_sym_proc *p)
 		return;
 	}
 	wc_symtab_init(&t, budget, 1);
-	rc = wc_sym_src_perfmap(s->src, p->pid, p->nspid, p->euid,
-				memcmp(&p->jit_id, &none, sizeof(none))
-					? &p->jit_id
-					: NULL,
-				&t, &id);
+	rc = wc_sym_src_perfmap(
+		s->src, p->pid, p->nspid, p->euid,
+		memcmp(&p->jit_id, &none, sizeof(none)) ? &p->jit_id : NULL, &t,
+		&id);
 	if (rc == WC_PERFMAP_NONE)
 		perfmap_forget(p);
 	if (rc != WC_PERFMAP_READ)
@@ -534,8 +533,8 @@ static int resolve(struct wc_sym *s, struct wc_sym_proc *p, uint64_t addr,
 	return put_module(s, buf, len, wc_mod_name(m->mod), &off);
 }
 
-bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr,
-		       bool caller, uint32_t *mod, uint64_t *off)
+bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
+		       uint32_t *mod, uint64_t *off)
 {
 	struct wc_sym_proc *p = proc_get(s, pid);
 	const struct wc_sym_map *m;

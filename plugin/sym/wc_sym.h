@@ -92,8 +92,8 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid);
  * remember names by place.  false where the name depends on the process
  * (JIT code, anonymous memory, an unknown process or address).
  */
-bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr,
-		       bool caller, uint32_t *mod, uint64_t *off);
+bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
+		       uint32_t *mod, uint64_t *off);
 
 /* From now on, reading processes and files may take ms in all (0: none,
  * WC_SYM_UNLIMITED as at the start; a read is never cut short): a process

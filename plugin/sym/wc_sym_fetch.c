@@ -77,8 +77,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size, size_t max)
 
 /* The path of pm kept once: equal to the last one kept, or appended;
  * its offset into *at. */
-static int keep_path(struct gather *g, const struct wc_proc_map *pm,
-		     size_t *at)
+static int keep_path(struct gather *g, const struct wc_proc_map *pm, size_t *at)
 {
 	struct wc_fetch_maps *o = g->out;
 
@@ -105,8 +104,8 @@ static void file_of(struct gather *g, const struct wc_proc_map *pm,
 		    struct wc_fetch_file *f)
 {
 	uint64_t dev = (uint64_t)pm->dev_major << 32 | pm->dev_minor;
-	uint64_t h = (dev * 0x9e3779b97f4a7c15ULL ^ pm->ino) *
-		     0xbf58476d1ce4e5b9ULL;
+	uint64_t h =
+		(dev * 0x9e3779b97f4a7c15ULL ^ pm->ino) * 0xbf58476d1ce4e5b9ULL;
 	struct seen_file *e = &g->seen[(h >> 32) % SEEN_FILES];
 	struct stat st;
 
@@ -137,10 +136,9 @@ static void gather_add(struct gather *g, const struct wc_proc_map *pm)
 	 * proc root has them, but they must not make wrong names. */
 	if (g->full || (o->n && pm->start < o->maps[o->n - 1].end))
 		return;
-	if (grow((void **)&o->maps, &g->cap, o->n + 1, sizeof(*o->maps),
+	if (grow((void **)&o->maps, &g->cap, o->n + 1, sizeof(*o->maps), max) ||
+	    grow((void **)&o->files, &g->files_cap, o->n + 1, sizeof(*o->files),
 		 max) ||
-	    grow((void **)&o->files, &g->files_cap, o->n + 1,
-		 sizeof(*o->files), max) ||
 	    grow((void **)&g->path_at, &g->at_cap, o->n + 1,
 		 sizeof(*g->path_at), max) ||
 	    keep_path(g, pm, &g->path_at[o->n])) {
@@ -239,9 +237,9 @@ static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
 	fd = wc_proc_open_in_root(c->proc_root, pid, m->path, 0, st);
 	if (fd < 0 && errno == EINVAL)
 		c->refused++;
-	if (fd >= 0 && (st->st_ino != m->ino ||
-			major(st->st_dev) != m->dev_major ||
-			minor(st->st_dev) != m->dev_minor)) {
+	if (fd >= 0 &&
+	    (st->st_ino != m->ino || major(st->st_dev) != m->dev_major ||
+	     minor(st->st_dev) != m->dev_minor)) {
 		close(fd);
 		fd = -1;
 	}
@@ -464,8 +462,8 @@ int wc_fetch_symbols(struct wc_fetch_ctx *c, pid_t pid,
 		     const struct wc_proc_map *m, struct wc_symtab *t)
 {
 	struct wc_elf_info info;
-	struct debug_ctx d = {.c = c, .pid = pid, .path = m->path,
-			      .info = &info};
+	struct debug_ctx d = {
+		.c = c, .pid = pid, .path = m->path, .info = &info};
 	struct wc_fetch_image img;
 	struct stat st;
 	struct wc_elf e;
@@ -498,8 +496,8 @@ static int own_vdso(char *buf, size_t len)
 	if (!base || fd < 0 || wc_lines_open(&r, fd, 8192, UINT64_MAX))
 		return -1;
 	while ((line = wc_lines_next(&r, &n))) {
-		if (wc_proc_parse_maps_line(line, n, &pm) ||
-		    pm.start != base || strcmp(pm.path, "[vdso]"))
+		if (wc_proc_parse_maps_line(line, n, &pm) || pm.start != base ||
+		    strcmp(pm.path, "[vdso]"))
 			continue;
 		if (pm.end - pm.start == len) {
 			memcpy(buf, (const void *)base, len);
@@ -563,9 +561,9 @@ static bool same_file(const struct wc_file_id *a, const struct stat *st)
 	       a->mtime_nsec == (int64_t)st->st_mtim.tv_nsec;
 }
 
-int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid,
-		     uid_t euid, const struct wc_file_id *known,
-		     struct wc_symtab *t, struct wc_file_id *id)
+int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid, uid_t euid,
+		     const struct wc_file_id *known, struct wc_symtab *t,
+		     struct wc_file_id *id)
 {
 	char path[64];
 	struct stat st;

@@ -57,7 +57,7 @@ struct wc_fetch_file {
 struct wc_fetch_maps {
 	pid_t nspid;
 	uid_t euid;
-	uint64_t sig; /* hash of the executable lines as read */
+	uint64_t sig;		     /* hash of the executable lines as read */
 	struct wc_proc_map *maps;    /* path points into paths */
 	struct wc_fetch_file *files; /* one per map */
 	size_t n;
@@ -126,8 +126,8 @@ enum wc_fetch_perfmap {
  * user could have written it: a regular file reached without symlinks,
  * one link, owned by euid, that no one else may write.
  */
-int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid,
-		     uid_t euid, const struct wc_file_id *known,
-		     struct wc_symtab *t, struct wc_file_id *id);
+int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid, uid_t euid,
+		     const struct wc_file_id *known, struct wc_symtab *t,
+		     struct wc_file_id *id);
 
 #endif /* WC_SYM_FETCH_H */

@@ -260,9 +260,8 @@ static struct wc_mod_table *table_by_build_id(struct wc_mod_cache *c,
 	return NULL;
 }
 
-static struct wc_mod_table *table_new(struct wc_mod_cache *c,
-				      const struct wc_fetch_image *img,
-				      bool shared)
+static struct wc_mod_table *
+table_new(struct wc_mod_cache *c, const struct wc_fetch_image *img, bool shared)
 {
 	struct wc_mod_table *t;
 

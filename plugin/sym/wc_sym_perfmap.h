@@ -26,7 +26,6 @@ int wc_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
  * caller, finished here), no further than size bytes (its size when it
  * was opened: a map that keeps growing is not chased).  Returns the number
  * of symbols kept, or -1; *bad counts lines skipped. */
-long wc_perfmap_load(int fd, uint64_t size, struct wc_symtab *t,
-		     uint64_t *bad);
+long wc_perfmap_load(int fd, uint64_t size, struct wc_symtab *t, uint64_t *bad);
 
 #endif /* WC_SYM_PERFMAP_H */

@@ -84,6 +84,8 @@ static int files_as_nobody(void)
  * into other processes (CAP_SYS_PTRACE is kept, for reading), signal them
  * (its real uid is root's), run programs, use the network, mount, load
  * kernel code, change files other than by opening them. */
+/* A table, three a row. */
+/* clang-format off */
 static const int denied[] = {
 	SYS_ptrace,	    SYS_process_vm_readv, SYS_process_vm_writev,
 	SYS_pidfd_getfd,    SYS_pidfd_open,	  SYS_pidfd_send_signal,
@@ -112,6 +114,7 @@ static const int denied[] = {
 	SYS_utimes,	    SYS_utime,		  SYS_swapon,
 	SYS_swapoff,	    SYS_quotactl,	  SYS_acct,
 };
+/* clang-format on */
 
 #define OPEN_WRITES (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND)
 #define NR offsetof(struct seccomp_data, nr)

@@ -144,9 +144,9 @@ int wc_proc_parse_maps_line(char *line, size_t len, struct wc_proc_map *m)
 	memset(m, 0, sizeof(*m));
 	/* no path holds a NUL: a line that does is not the kernel's */
 	if (memchr(line, '\0', len) || !wc_parse_hex(&p, end, &m->start) ||
-	    !expect(&p, end, '-') ||
-	    !wc_parse_hex(&p, end, &m->end) || !expect(&p, end, ' ') ||
-	    end - p < 5 || p[4] != ' ' || m->end <= m->start)
+	    !expect(&p, end, '-') || !wc_parse_hex(&p, end, &m->end) ||
+	    !expect(&p, end, ' ') || end - p < 5 || p[4] != ' ' ||
+	    m->end <= m->start)
 		return -1;
 	m->exec = p[2] == 'x';
 	p += 5;
@@ -275,14 +275,18 @@ int wc_proc_stat_map_file(const char *proc_root, pid_t pid, uint64_t start,
 bool wc_fs_readable(long f_type)
 {
 	static const unsigned long ok[] = {
-		EXT4_SUPER_MAGIC,   XFS_SUPER_MAGIC,		 BTRFS_SUPER_MAGIC,
-		F2FS_SUPER_MAGIC,   ZFS_MAGIC,		 BCACHEFS_MAGIC,
-		JFS_MAGIC,	    REISERFS_SUPER_MAGIC, NILFS_SUPER_MAGIC,
-		OCFS2_SUPER_MAGIC,  TMPFS_MAGIC,	 RAMFS_MAGIC,
-		HUGETLBFS_MAGIC,    OVERLAYFS_SUPER_MAGIC, SQUASHFS_MAGIC,
-		EROFS_SUPER_MAGIC_V1, ISOFS_SUPER_MAGIC,	 MSDOS_SUPER_MAGIC,
-		EXFAT_SUPER_MAGIC,  NFS_SUPER_MAGIC,	 CIFS_SUPER_MAGIC,
-		SMB2_SUPER_MAGIC,   CEPH_SUPER_MAGIC,	 V9FS_MAGIC,
+		EXT4_SUPER_MAGIC,  XFS_SUPER_MAGIC,
+		BTRFS_SUPER_MAGIC, F2FS_SUPER_MAGIC,
+		ZFS_MAGIC,	   BCACHEFS_MAGIC,
+		JFS_MAGIC,	   REISERFS_SUPER_MAGIC,
+		NILFS_SUPER_MAGIC, OCFS2_SUPER_MAGIC,
+		TMPFS_MAGIC,	   RAMFS_MAGIC,
+		HUGETLBFS_MAGIC,   OVERLAYFS_SUPER_MAGIC,
+		SQUASHFS_MAGIC,	   EROFS_SUPER_MAGIC_V1,
+		ISOFS_SUPER_MAGIC, MSDOS_SUPER_MAGIC,
+		EXFAT_SUPER_MAGIC, NFS_SUPER_MAGIC,
+		CIFS_SUPER_MAGIC,  SMB2_SUPER_MAGIC,
+		CEPH_SUPER_MAGIC,  V9FS_MAGIC,
 	};
 	size_t i;
 

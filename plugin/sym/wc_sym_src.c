@@ -64,7 +64,7 @@ struct wc_sym_src {
 	char *reply;
 	size_t reply_cap;
 	uint64_t allowed_ns, spent_ns; /* the caller's budget */
-	int64_t tokens_ns; /* the long-run share left, may go below 0 */
+	int64_t tokens_ns;    /* the long-run share left, may go below 0 */
 	uint64_t refilled_ns; /* when it was last topped up */
 	struct wc_sym_src_stats st;
 };
@@ -124,8 +124,9 @@ static bool ended(int pidfd, int ms, char *how, size_t len)
 			snprintf(how, len, "died");
 	} else if (how && si.si_code == CLD_EXITED &&
 		   si.si_status == WC_WIRE_EXIT_VERSION) {
-		snprintf(how, len, "is of another version of wallclock "
-				   "(reinstall it)");
+		snprintf(how, len,
+			 "is of another version of wallclock "
+			 "(reinstall it)");
 	} else if (how && si.si_code == CLD_EXITED) {
 		snprintf(how, len, "exited with status %d", si.si_status);
 	} else if (how) {
@@ -206,9 +207,9 @@ void wc_sym_src_free(struct wc_sym_src *s)
 static int spawn(struct wc_sym_src *s, int fd, pid_t *pid)
 {
 	char parent[24], wire[16];
-	char *const argv[] = {s->helper,     "--parent",     parent,
-			      "--wire",      wire,	     "--proc-root",
-			      s->proc_root,  "--debug-root", s->debug_root,
+	char *const argv[] = {s->helper,    "--parent",	    parent,
+			      "--wire",	    wire,	    "--proc-root",
+			      s->proc_root, "--debug-root", s->debug_root,
 			      NULL};
 	char *const envp[] = {NULL};
 	posix_spawn_file_actions_t fa;
@@ -357,8 +358,10 @@ static void describe(const struct culprit *c, char *buf, size_t len)
 {
 	switch (c->kind) {
 	case C_MAPS:
-		snprintf(buf, len, "the maps of pid %d (and the files they "
-			 "name)", (int)c->pid);
+		snprintf(buf, len,
+			 "the maps of pid %d (and the files they "
+			 "name)",
+			 (int)c->pid);
 		break;
 	case C_FILE:
 		snprintf(buf, len, "%s, mapped by pid %d", c->path,
@@ -498,7 +501,8 @@ static bool may_call(struct wc_sym_src *s)
 	uint64_t now = mono_ns();
 
 	if (s->refilled_ns)
-		s->tokens_ns += (int64_t)((now - s->refilled_ns) / SHARE_DIVISOR);
+		s->tokens_ns +=
+			(int64_t)((now - s->refilled_ns) / SHARE_DIVISOR);
 	if (s->tokens_ns > BURST_NS)
 		s->tokens_ns = BURST_NS;
 	s->refilled_ns = now;
@@ -710,9 +714,9 @@ int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
 	return 0;
 }
 
-int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid,
-		       uid_t euid, const struct wc_file_id *known,
-		       struct wc_symtab *t, struct wc_file_id *id)
+int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid, uid_t euid,
+		       const struct wc_file_id *known, struct wc_symtab *t,
+		       struct wc_file_id *id)
 {
 	struct culprit c = {.kind = C_PERFMAP, .pid = pid};
 	const struct wc_file_id none = {0};

@@ -63,9 +63,9 @@ int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
 		    struct wc_symtab *t);
 /* WC_PERFMAP_OVER also when the helper did not answer: what was read
  * before is kept. */
-int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid,
-		       uid_t euid, const struct wc_file_id *known,
-		       struct wc_symtab *t, struct wc_file_id *id);
+int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid, uid_t euid,
+		       const struct wc_file_id *known, struct wc_symtab *t,
+		       struct wc_file_id *id);
 
 /* From now on, calls may start while they have taken less than ms in all
  * (0: none; WC_SYM_UNLIMITED, as at the start: no limit): what the caller
@@ -80,7 +80,7 @@ void wc_sym_src_forget(struct wc_sym_src *s, pid_t pid);
 
 struct wc_sym_src_stats {
 	uint64_t refused, over_bounds, too_big; /* as in wc_fetch_ctx */
-	uint64_t starts;  /* helpers started */
+	uint64_t starts;			/* helpers started */
 	uint64_t stalls;  /* helpers killed at the deadline */
 	uint64_t crashes; /* helpers that died, or broke the protocol */
 	uint64_t skipped; /* calls not made: helper stopped, what they

@@ -23,11 +23,11 @@
 #include "sym/wc_sym_fetch.h"
 
 enum wc_wire_op {
-	WC_OP_MAPS = 1,	  /* pid, known sig -> maps */
-	WC_OP_IMAGE,	  /* pid, map -> image */
-	WC_OP_SYMBOLS,	  /* pid, map, budget -> table */
-	WC_OP_VDSO,	  /* pid, start, end, budget -> hash, image, table */
-	WC_OP_PERFMAP,	  /* pid, nspid, euid, known id, budget -> id, table */
+	WC_OP_MAPS = 1, /* pid, known sig -> maps */
+	WC_OP_IMAGE,	/* pid, map -> image */
+	WC_OP_SYMBOLS,	/* pid, map, budget -> table */
+	WC_OP_VDSO,	/* pid, start, end, budget -> hash, image, table */
+	WC_OP_PERFMAP,	/* pid, nspid, euid, known id, budget -> id, table */
 };
 
 /* The helper is started with it, and exits with WC_WIRE_EXIT_VERSION if

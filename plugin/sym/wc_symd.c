@@ -247,9 +247,9 @@ static int check(const char *dir)
 		close(fd);
 		unlink(path);
 	}
-	printf("trace the parent: %s\n",
-	       ptrace(PTRACE_ATTACH, getppid(), 0, 0) ? strerror(errno)
-						       : "done");
+	printf("trace the parent: %s\n", ptrace(PTRACE_ATTACH, getppid(), 0, 0)
+						 ? strerror(errno)
+						 : "done");
 	printf("signal the parent: %s\n",
 	       kill(getppid(), 0) ? strerror(errno) : "done");
 	return 0;

@@ -10,8 +10,8 @@ bool wc_budget_has(const struct wc_budget *b, size_t more)
 	return more <= b->max - b->bytes;
 }
 
-int wc_budget_resize(struct wc_budget *b, void **buf, size_t *cap,
-		     size_t ncap, size_t sz)
+int wc_budget_resize(struct wc_budget *b, void **buf, size_t *cap, size_t ncap,
+		     size_t sz)
 {
 	void *p;
 

@@ -19,8 +19,8 @@ struct wc_budget {
 bool wc_budget_has(const struct wc_budget *b, size_t more);
 
 /* Resize an array of sz-byte elements from *cap to ncap elements. */
-int wc_budget_resize(struct wc_budget *b, void **buf, size_t *cap,
-		     size_t ncap, size_t sz);
+int wc_budget_resize(struct wc_budget *b, void **buf, size_t *cap, size_t ncap,
+		     size_t sz);
 
 /* Room for need elements: double (from 1,024), or what the budget
  * allows. */

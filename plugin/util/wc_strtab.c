@@ -39,8 +39,8 @@ void wc_strtab_clear(struct wc_strtab *t)
 	memset(t->slots, 0, t->cap * sizeof(*t->slots));
 }
 
-static bool find(const struct wc_strtab *t, const char *s, size_t n,
-		 uint32_t h, size_t *slot)
+static bool find(const struct wc_strtab *t, const char *s, size_t n, uint32_t h,
+		 size_t *slot)
 {
 	size_t mask = t->cap - 1, i = h & mask;
 
@@ -91,8 +91,8 @@ static int rehash(struct wc_strtab *t)
 	return 0;
 }
 
-int wc_strtab_intern(struct wc_strtab *t, const char *s, size_t n,
-		     bool insert, uint32_t *off)
+int wc_strtab_intern(struct wc_strtab *t, const char *s, size_t n, bool insert,
+		     uint32_t *off)
 {
 	uint32_t h = wc_hash32(s, n);
 	size_t slot;

@@ -34,11 +34,10 @@ void wc_strtab_clear(struct wc_strtab *t);
 
 /* The offset of s (n bytes) in *off: 0 if it was there, 1 if it was added,
  * -1 if it is new and insert is false, or there is no room. */
-int wc_strtab_intern(struct wc_strtab *t, const char *s, size_t n,
-		     bool insert, uint32_t *off);
+int wc_strtab_intern(struct wc_strtab *t, const char *s, size_t n, bool insert,
+		     uint32_t *off);
 
-static inline const char *wc_strtab_str(const struct wc_strtab *t,
-					uint32_t off)
+static inline const char *wc_strtab_str(const struct wc_strtab *t, uint32_t off)
 {
 	return t->text + off;
 }

@@ -39,8 +39,7 @@ size_t wc_utf8_seq(const unsigned char *p, size_t n)
 	return len;
 }
 
-size_t wc_text_clean(const char *in, size_t n, char *out, size_t cap,
-			 bool *cut)
+size_t wc_text_clean(const char *in, size_t n, char *out, size_t cap, bool *cut)
 {
 	const unsigned char *p = (const unsigned char *)in;
 	size_t i = 0, len = 0, k;

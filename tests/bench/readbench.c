@@ -75,8 +75,7 @@ static uint64_t median(uint64_t *v, int n)
 	return n ? v[n / 2] : 0;
 }
 
-static int open_engine(bool stacks, struct wc_config *cfg,
-		       struct wc_engine **e)
+static int open_engine(bool stacks, struct wc_config *cfg, struct wc_engine **e)
 {
 	struct wc_cval off = {.type = WC_CVAL_BOOL, .b = false};
 	struct wc_cval dir = {.type = WC_CVAL_STRING, .s = spool_dir};
@@ -85,8 +84,8 @@ static int open_engine(bool stacks, struct wc_config *cfg,
 	if (!mkdtemp(spool_dir))
 		return perror("readbench: mkdtemp"), -1;
 	wc_config_init(cfg);
-	if ((!stacks && wc_config_set(cfg, "Stacks", &off, 1, err,
-				      sizeof(err))) ||
+	if ((!stacks &&
+	     wc_config_set(cfg, "Stacks", &off, 1, err, sizeof(err))) ||
 	    wc_config_set(cfg, "SpoolDir", &dir, 1, err, sizeof(err)) ||
 	    wc_config_finish(cfg, err, sizeof(err)) ||
 	    wc_engine_open(cfg, e, err, sizeof(err))) {
@@ -139,8 +138,7 @@ int main(int argc, char **argv)
 		for (j = 0; j < every; j++) {
 			nanosleep(&tick, NULL);
 			if (stacks && wc_engine_drain(e, err, sizeof(err)))
-				fprintf(stderr, "readbench: drain: %s\n",
-					err);
+				fprintf(stderr, "readbench: drain: %s\n", err);
 		}
 		if (chill_buf)
 			chill(chill_buf, chill_len);
@@ -173,9 +171,8 @@ int main(int argc, char **argv)
 	       "torn=%lu\n",
 	       n, (unsigned long)median(wall, n), (unsigned long)median(cpu, n),
 	       (unsigned long)median(sys, n), (unsigned long)median(run, n),
-	       (unsigned long)median(hand, n),
-	       (unsigned long)st.acct.threads, (unsigned long)st.walk.runs,
-	       (unsigned long)st.walk.refills,
+	       (unsigned long)median(hand, n), (unsigned long)st.acct.threads,
+	       (unsigned long)st.walk.runs, (unsigned long)st.walk.refills,
 	       (unsigned long)st.bpf.v[WC_CNT_TORN_READS]);
 	wc_engine_close(e);
 	wc_config_free(&cfg);

@@ -180,10 +180,12 @@ static int run_workload(struct wc_engine *e, const char *name,
 	}
 	last_reaped_ns = mono_ns();
 	last_life_ns = last_reaped_ns - born;
-	last_died_ns = (unsigned long long)(ru.ru_utime.tv_sec +
-					   ru.ru_stime.tv_sec) * 1000000000ULL +
-		       (unsigned long long)(ru.ru_utime.tv_usec +
-					    ru.ru_stime.tv_usec) * 1000ULL;
+	last_died_ns =
+		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
+			1000000000ULL +
+		(unsigned long long)(ru.ru_utime.tv_usec +
+				     ru.ru_stime.tv_usec) *
+			1000ULL;
 	/* the parent hears of the death before the last thread's final
 	 * switch-out, which sends its final record: let it happen */
 	usleep(100000);
@@ -223,10 +225,10 @@ static int read_report(const char *path, struct report *r)
 	return 0;
 }
 
-#define NEED_ROOT()                        \
-	do {                               \
-		if (skip_reason[0])        \
-			SKIP(skip_reason); \
+#define NEED_ROOT()                                                            \
+	do {                                                                   \
+		if (skip_reason[0])                                            \
+			SKIP(skip_reason);                                     \
 	} while (0)
 
 /* What one profiled run of the workload left behind. */
@@ -263,11 +265,10 @@ static bool profile(const char *name, const char *const *args, long read_ms,
 
 /* Profile a process of `threads` threads, 3 spinning and the rest
  * asleep, for its whole life; false if it did not run. */
-static bool profile_life(const char *name, const char *sleepers,
-			 int threads, struct outcome *o,
-			 const struct wc_group_view **g)
+static bool profile_life(const char *name, const char *sleepers, int threads,
+			 struct outcome *o, const struct wc_group_view **g)
 {
-	const char *const args[] = {"--spin",	"3", "--sleep", sleepers,
+	const char *const args[] = {"--spin",	 "3", "--sleep", sleepers,
 				    "--seconds", "3", NULL};
 	const struct report *r = &o->report;
 
@@ -306,8 +307,8 @@ static void check_life_totals(const struct wc_group_view *g,
 	printf("# life: on %.4f s (rusage %.4f), runq %.4f s (report %.4f), "
 	       "wall %.4f s (report %.4f, slack %.4f)\n",
 	       g->time_ns[WC_T_ONCPU] / 1e9, r->died_ns / 1e9,
-	       g->time_ns[WC_T_RUNQ] / 1e9, r->runq_ns / 1e9,
-	       wall_of(g) / 1e9, r->wall_ns / 1e9, slack / 1e9);
+	       g->time_ns[WC_T_RUNQ] / 1e9, r->runq_ns / 1e9, wall_of(g) / 1e9,
+	       r->wall_ns / 1e9, slack / 1e9);
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->died_ns, 0.01);
 	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * r->runq_ns &&
 	      g->time_ns[WC_T_RUNQ] <= 1.03 * r->runq_ns + slack);
@@ -422,7 +423,8 @@ static void test_most_switches_are_quick(void)
 	g = find(&o.groups, "wce_quick");
 	charged = o.self.bpf.v[WC_CNT_SWITCHES_CHARGED];
 	printf("# wce_quick: the pair arrived on a CPU %llu times; %llu "
-	       "switch-outs charged host-wide\n", r->runs, charged);
+	       "switch-outs charged host-wide\n",
+	       r->runs, charged);
 	/* thousands are plenty to tell most from some; a slow emulated CPU
 	 * makes a tenth of what this one does */
 	CHECK(r->threads == 3 && r->runs > 2000); /* and main */
@@ -591,8 +593,7 @@ static void test_zombies_not_adopted(void)
 	printf("# %d zombies: %llu exits, %llu threads lost\n", n,
 	       (unsigned long long)(b.bpf.v[WC_CNT_EXITS] -
 				    a.bpf.v[WC_CNT_EXITS]),
-	       (unsigned long long)(b.acct.threads_lost -
-				    a.acct.threads_lost));
+	       (unsigned long long)(b.acct.threads_lost - a.acct.threads_lost));
 	CHECK(n == 200);
 	CHECK(b.bpf.v[WC_CNT_EXITS] - a.bpf.v[WC_CNT_EXITS] >= 200);
 	CHECK(b.acct.threads_lost == a.acct.threads_lost);
@@ -795,8 +796,8 @@ static void test_close_unloads_everything(void)
  * costs a stack walk: none recorded, none parked and wasted. */
 static void test_no_stacks_no_walks(void)
 {
-	const char *args[] = {"--sleep", "2", "--sleep-ms", "5", "--seconds",
-			      "1", NULL};
+	const char *args[] = {"--sleep",   "2", "--sleep-ms", "5",
+			      "--seconds", "1", NULL};
 	struct wc_self_stats self;
 	struct wc_config cfg;
 	struct wc_engine *e = NULL;

@@ -309,8 +309,6 @@ static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
 	return c->ok ? &c->s : NULL;
 }
 
-
-
 /* Run the workload to its end, draining as the daemon does. */
 static bool run_workload(struct run *r, const char *const *args)
 {
@@ -422,10 +420,10 @@ static bool ustack_has(struct run *r, uint64_t hash, const char *fn)
 	return false;
 }
 
-#define NEED_ROOT()                        \
-	do {                               \
-		if (skip_reason[0])        \
-			SKIP(skip_reason); \
+#define NEED_ROOT()                                                            \
+	do {                                                                   \
+		if (skip_reason[0])                                            \
+			SKIP(skip_reason);                                     \
 	} while (0)
 
 #define REPORT "/tmp/wc-test-stacks.report"
@@ -565,8 +563,9 @@ static void test_offcpu_sleep_stacks(void)
  * while a sleeper beside it keeps every one of its stacks. */
 static void test_short_waits_not_walked(void)
 {
-	const char *args[] = {"--pingpong", "1", "--sleep", "1",
-			      "--sleep-ms", "20", "--seconds", "2", NULL};
+	const char *args[] = {"--pingpong", "1",	  "--sleep",
+			      "1",	    "--sleep-ms", "20",
+			      "--seconds",  "2",	  NULL};
 	uint64_t nap = 0, with_caller = 0;
 	struct run r;
 	size_t i;
@@ -604,8 +603,9 @@ static void test_short_waits_not_walked(void)
  * stack a drained weight names: none has to be taken separately. */
 static void test_stack_table_drains(void)
 {
-	const char *args[] = {"--sleep", "2", "--sleep-ms", "5", "--spin",
-			      "1", "--seconds", "1", NULL};
+	const char *args[] = {"--sleep",   "2",	     "--sleep-ms",
+			      "5",	   "--spin", "1",
+			      "--seconds", "1",	     NULL};
 	size_t i, names = 0, found = 0;
 	struct run r;
 
@@ -634,8 +634,8 @@ static void test_stack_table_drains(void)
  * Let go, they are stored again the next time they come. */
 static void test_held_stacks_named_only(void)
 {
-	const char *args[] = {"--sleep", "1", "--sleep-ms", "5", "--seconds",
-			      "2", NULL};
+	const char *args[] = {"--sleep",   "1", "--sleep-ms", "5",
+			      "--seconds", "2", NULL};
 	size_t i, names = 0, found = 0, first_resent, drained;
 	uint64_t known;
 	struct run r;
@@ -650,14 +650,15 @@ static void test_held_stacks_named_only(void)
 
 		for (j = 0; j < 2; j++) {
 			names += h[j] > 1;
-			found += h[j] > 1 && copy_of(h[j]) && copy_of(h[j])->drained;
+			found += h[j] > 1 && copy_of(h[j]) &&
+				 copy_of(h[j])->drained;
 		}
 	}
 	known = r.cnt.v[WC_CNT_STACKS_KNOWN];
 	first_resent = resent;
 	drained = ncopies;
-	printf("# held: %zu stacks drained host-wide, %zu of them again, %"
-	       PRIu64 " found held by the kernel; the sleeper's %zu weights "
+	printf("# held: %zu stacks drained host-wide, %zu of them again, %" PRIu64
+	       " found held by the kernel; the sleeper's %zu weights "
 	       "name %zu stacks, %zu drained\n",
 	       drained, first_resent, known, r.n, names, found);
 	/* ~400 naps, each naming a user and a kernel stack */
@@ -686,8 +687,9 @@ static void test_held_stacks_named_only(void)
  * the table for deep stacks: 40 frames of descend() above the sleep. */
 static void test_deep_stacks(void)
 {
-	const char *args[] = {"--sleep", "1", "--sleep-ms", "10",
-			      "--sleep-depth", "40", "--seconds", "1", NULL};
+	const char *args[] = {
+		"--sleep", "1",		"--sleep-ms", "10", "--sleep-depth",
+		"40",	   "--seconds", "1",	      NULL};
 	uint64_t nap = 0, whole = 0;
 	uint32_t deepest = 0;
 	struct run r;
@@ -727,8 +729,8 @@ static void test_deep_stacks(void)
  * a table as it drains; a bucket that no longer fits waits its turn). */
 static void test_full_tables(void)
 {
-	const char *args[] = {"--sleep", "8", "--sleep-ms", "1", "--spin",
-			      "2", "--disk", "1", "--seconds", "2", NULL};
+	const char *args[] = {"--sleep", "8", "--sleep-ms", "1", "--spin", "2",
+			      "--disk",	 "1", "--seconds",  "2", NULL};
 	struct run r;
 
 	NEED_ROOT();
@@ -752,9 +754,9 @@ static void test_full_tables(void)
 static void test_threshold(void)
 {
 	static const char *const args[] = {
-		"--spin",    "1", "--sleep",  "1",    "--sleep-ms", "20",
-		"--seconds", "3", "--report", REPORT, "--long-ms",  "50",
-		NULL,
+		"--spin",    "1",	  "--sleep", "1",	 "--sleep-ms",
+		"20",	     "--seconds", "3",	     "--report", REPORT,
+		"--long-ms", "50",	  NULL,
 	};
 	uint64_t nap = 0, other = 0, late;
 	struct run r;
@@ -773,7 +775,8 @@ static void test_threshold(void)
 	late = reported("long_naps_ns");
 	printf("# 50 ms threshold: %" PRIu64 " ns of 20 ms naps recorded "
 	       "(%" PRIu64 " ns of them took 50 ms or more), %.3f s of longer "
-	       "waits\n", nap, late, other / 1e9);
+	       "waits\n",
+	       nap, late, other / 1e9);
 	CHECK(nap <= late);
 	CHECK(other > 2e9);
 	finish(&r);
@@ -818,8 +821,8 @@ static void test_offcpu_blocked_stacks(void)
 	printf("# blocked: %.3f s, %.3f s in pwrite and fdatasync, %.1f%% of "
 	       "that through disk_writer;wait_for_disk; "
 	       "host-wide: %" PRIu64 " waits recorded, %" PRIu64
-	       " without user stack, %" PRIu64 " missed by the prediction, %"
-	       PRIu64 " stack errors\n",
+	       " without user stack, %" PRIu64
+	       " missed by the prediction, %" PRIu64 " stack errors\n",
 	       blocked / 1e9, io / 1e9, io ? 100.0 * through / io : 0,
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_STACKS],
 	       (uint64_t)r.cnt.v[WC_CNT_OFFCPU_NO_USER],

@@ -35,13 +35,13 @@ static inline int fuzz_memfd(const uint8_t *data, size_t size)
 }
 
 /* A broken invariant is a finding: abort so libFuzzer keeps the input. */
-#define FUZZ_ASSERT(cond)                                                  \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
-				#cond);                                    \
-			abort();                                           \
-		}                                                          \
+#define FUZZ_ASSERT(cond)                                                      \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
+				#cond);                                        \
+			abort();                                               \
+		}                                                              \
 	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	/* the first two bytes: buffer size and byte bound */
 	cap = 16 + (size_t)data[0] * 16;
-	maps(data + 2, size - 2, cap, data[1] ? (uint64_t)data[1] * 7 : UINT64_MAX);
+	maps(data + 2, size - 2, cap,
+	     data[1] ? (uint64_t)data[1] * 7 : UINT64_MAX);
 	maps(data + 2, size - 2, 4096, UINT64_MAX);
 	status(data + 2, size - 2);
 	return 0;

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(line, data, size);
 	line[size] = '\0';
-	if (wc_perfmap_parse_line(line, size, &start, &len, &name,
-				  &namelen) == 0)
+	if (wc_perfmap_parse_line(line, size, &start, &len, &name, &namelen) ==
+	    0)
 		FUZZ_ASSERT(name >= line && name + namelen <= line + size);
 	free(line);
 	/* the file reader, bounded at its size or at half of it */

@@ -54,7 +54,8 @@ static void symtab(struct wc_rbuf *r)
 	if (wc_wire_get_symtab(r, &t)) {
 		FUZZ_ASSERT(wc_symtab_bytes(&t) <= BUDGET);
 		for (i = 0; i < t.n; i++) {
-			FUZZ_ASSERT(i == 0 || t.ents[i - 1].addr < t.ents[i].addr);
+			FUZZ_ASSERT(i == 0 ||
+				    t.ents[i - 1].addr < t.ents[i].addr);
 			FUZZ_ASSERT(wc_symtab_find(&t, t.ents[i].addr) ==
 				    &t.ents[i]);
 			FUZZ_ASSERT(strlen(wc_symtab_name(&t, &t.ents[i])) <

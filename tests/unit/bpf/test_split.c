@@ -18,8 +18,8 @@ static int missed;
 
 static __u64 sum(const __u64 *t)
 {
-	return t[WC_T_ONCPU] + t[WC_T_RUNQ] + t[WC_T_SLEEP] +
-	       t[WC_T_BLOCKED] + t[WC_T_STEAL];
+	return t[WC_T_ONCPU] + t[WC_T_RUNQ] + t[WC_T_SLEEP] + t[WC_T_BLOCKED] +
+	       t[WC_T_STEAL];
 }
 
 /* What charge() does at a switch-out: the stretch, then its waits with
@@ -34,8 +34,10 @@ static __u64 charge(__u64 *t, const struct wc_stretch *s, __u64 rq)
 /* Asleep 10 ms (1 of it in the run queue), then ran 2 ms. */
 static void test_sleep_then_run(void)
 {
-	struct wc_stretch s = {.start = 100 * MS, .arrived = 110 * MS,
-			       .now = 112 * MS, .exec_now = 2 * MS,
+	struct wc_stretch s = {.start = 100 * MS,
+			       .arrived = 110 * MS,
+			       .now = 112 * MS,
+			       .exec_now = 2 * MS,
 			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
 
@@ -67,8 +69,10 @@ static void test_blocked_and_preempted(void)
 /* The stint ran 1.5 of its 2 ms: the rest is the hypervisor's. */
 static void test_steal(void)
 {
-	struct wc_stretch s = {.start = 0, .arrived = 10 * MS,
-			       .now = 12 * MS, .exec_ckpt = 5 * MS,
+	struct wc_stretch s = {.start = 0,
+			       .arrived = 10 * MS,
+			       .now = 12 * MS,
+			       .exec_ckpt = 5 * MS,
 			       .exec_now = 5 * MS + 3 * MS / 2,
 			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
@@ -82,8 +86,10 @@ static void test_steal(void)
  * is all run and steal, and counted missed. */
 static void test_arrival_outside(void)
 {
-	struct wc_stretch s = {.start = 50 * MS, .arrived = 40 * MS,
-			       .now = 60 * MS, .exec_now = 4 * MS,
+	struct wc_stretch s = {.start = 50 * MS,
+			       .arrived = 40 * MS,
+			       .now = 60 * MS,
+			       .exec_now = 4 * MS,
 			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
 
@@ -98,8 +104,10 @@ static void test_arrival_outside(void)
  * what the run leaves of the wall time, in the first wait's state. */
 static void test_unseen_switch_out(void)
 {
-	struct wc_stretch s = {.start = 0, .arrived = 19 * MS,
-			       .now = 20 * MS, .exec_now = 8 * MS,
+	struct wc_stretch s = {.start = 0,
+			       .arrived = 19 * MS,
+			       .now = 20 * MS,
+			       .exec_now = 8 * MS,
 			       .state = WC_BLOCKED};
 	__u64 t[5] = {0};
 
@@ -115,9 +123,12 @@ static void test_unseen_switch_out(void)
  * the waits are what is left before this stint. */
 static void test_quick_stints_before(void)
 {
-	struct wc_stretch s = {.start = 0, .arrived = 10 * MS,
-			       .now = 12 * MS, .exec_now = 5 * MS,
-			       .before = 3 * MS, .state = WC_SLEEP};
+	struct wc_stretch s = {.start = 0,
+			       .arrived = 10 * MS,
+			       .now = 12 * MS,
+			       .exec_now = 5 * MS,
+			       .before = 3 * MS,
+			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
 
 	missed = 0;
@@ -131,9 +142,12 @@ static void test_quick_stints_before(void)
  * to have had no steal, the run beyond it ran before. */
 static void test_lost_quick_slot(void)
 {
-	struct wc_stretch s = {.start = 0, .arrived = 10 * MS,
-			       .now = 12 * MS, .exec_now = 5 * MS,
-			       .before = BEFORE_UNKNOWN, .state = WC_SLEEP};
+	struct wc_stretch s = {.start = 0,
+			       .arrived = 10 * MS,
+			       .now = 12 * MS,
+			       .exec_now = 5 * MS,
+			       .before = BEFORE_UNKNOWN,
+			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
 
 	missed = 0;
@@ -153,8 +167,10 @@ static void test_lost_quick_slot(void)
  * counted is charged all the same. */
 static void test_clock_behind(void)
 {
-	struct wc_stretch s = {.start = 100 * MS, .arrived = 99 * MS,
-			       .now = 98 * MS, .exec_now = MS,
+	struct wc_stretch s = {.start = 100 * MS,
+			       .arrived = 99 * MS,
+			       .now = 98 * MS,
+			       .exec_now = MS,
 			       .state = WC_SLEEP};
 	__u64 t[5] = {0};
 
@@ -168,8 +184,11 @@ static void test_clock_behind(void)
 /* A thread adopted while running has no wait to end. */
 static void test_adopted_running(void)
 {
-	struct wc_stretch s = {.start = 0, .arrived = 3 * MS, .now = 4 * MS,
-			       .exec_now = 3 * MS, .state = WC_ONCPU};
+	struct wc_stretch s = {.start = 0,
+			       .arrived = 3 * MS,
+			       .now = 4 * MS,
+			       .exec_now = 3 * MS,
+			       .state = WC_ONCPU};
 	__u64 t[5] = {0};
 
 	CHECK(charge(t, &s, 2 * MS) == 0);
@@ -203,8 +222,7 @@ static uint64_t rng(uint64_t n)
  */
 static void test_random_stretches(void)
 {
-	static const __u32 states[] = {WC_ONCPU, WC_RUNQ, WC_SLEEP,
-				       WC_BLOCKED};
+	static const __u32 states[] = {WC_ONCPU, WC_RUNQ, WC_SLEEP, WC_BLOCKED};
 	int i, bad = 0;
 
 	for (i = 0; i < 1000000; i++) {

@@ -109,8 +109,8 @@ static void test_bound(void)
 
 	CHECK(wc_merge_init(&t, 4, NULL) == 0);
 	for (i = 0; i < 10; i++) {
-		int n = snprintf(line, sizeof(line), "g%d;[on-cpu];f%d 10", i % 2,
-				 i);
+		int n = snprintf(line, sizeof(line), "g%d;[on-cpu];f%d 10",
+				 i % 2, i);
 		wc_merge_line(&t, line, (size_t)n);
 	}
 	CHECK(t.dropped == 6);

@@ -121,10 +121,10 @@ static void read_recs(struct fix *f, const struct wc_task_rec *r, size_t n)
 	wc_account_end(f->a);
 }
 
-#define READ(f, ...)                                           \
-	do {                                                   \
-		const struct wc_task_rec r_[] = {__VA_ARGS__}; \
-		read_recs(f, r_, NVALS(r_));                   \
+#define READ(f, ...)                                                           \
+	do {                                                                   \
+		const struct wc_task_rec r_[] = {__VA_ARGS__};                 \
+		read_recs(f, r_, NVALS(r_));                                   \
 	} while (0)
 
 static void read_empty(struct fix *f, int times)
@@ -216,7 +216,7 @@ static void expect_absent(int line, const struct fix *f, const char *name)
 	}
 }
 
-#define GROUP(f, name, base, threads) \
+#define GROUP(f, name, base, threads)                                          \
 	expect_group(__LINE__, f, name, base, threads)
 #define ABSENT(f, name) expect_absent(__LINE__, f, name)
 
@@ -565,9 +565,9 @@ static void busy_read(struct fix *f, uint64_t read)
 
 		if (slotted && read > 2)
 			continue;
-		r[n++] =
-			solo((uint32_t)i + 1, busy[i].comm, busy[i].rate * read,
-			     slotted && read == 2 ? WC_REC_EXITED : 0);
+		r[n++] = solo((uint32_t)i + 1, busy[i].comm,
+			      busy[i].rate * read,
+			      slotted && read == 2 ? WC_REC_EXITED : 0);
 	}
 	read_recs(f, r, n);
 }
@@ -609,8 +609,10 @@ static void test_max_groups(void)
 static struct wc_task_rec timed(uint32_t id, const char *comm, uint64_t on_ms,
 				uint64_t sleep_ms)
 {
-	struct wc_task_rec r = {
-		.id = id, .tid = id, .tgid = id, .leader_start_ns = id * 1000ULL};
+	struct wc_task_rec r = {.id = id,
+				.tid = id,
+				.tgid = id,
+				.leader_start_ns = id * 1000ULL};
 
 	r.time_ns[WC_T_ONCPU] = on_ms * 1000000ULL;
 	r.time_ns[WC_T_SLEEP] = sleep_ms * 1000000ULL;

@@ -94,10 +94,10 @@ static void refused_at(int line, struct wc_config *c, const char *key,
 
 #define NVALS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 /* BAD(config or NULL, key, needle, values...) */
-#define BAD(c, key, needle, ...)                                     \
-	do {                                                         \
-		const struct wc_cval v_[] = {__VA_ARGS__};           \
-		refused_at(__LINE__, c, key, v_, NVALS(v_), needle); \
+#define BAD(c, key, needle, ...)                                               \
+	do {                                                                   \
+		const struct wc_cval v_[] = {__VA_ARGS__};                     \
+		refused_at(__LINE__, c, key, v_, NVALS(v_), needle);           \
 	} while (0)
 #define BAD_NONE(key) refused_at(__LINE__, NULL, key, NULL, 0, "got 0")
 

@@ -11,9 +11,9 @@
 #include "check.h"
 #include "core/wc_select.h"
 
-#define ARGV(tgid, s)                  \
-	{                              \
-		tgid, s, sizeof(s) - 1 \
+#define ARGV(tgid, s)                                                          \
+	{                                                                      \
+		tgid, s, sizeof(s) - 1                                         \
 	}
 
 /* Canned /proc/TGID/cmdline contents; any other tgid has none. */
@@ -127,7 +127,7 @@ static void expect(int line, struct sel *t, enum wc_verdict got,
 }
 
 /* EXPECT(sel, tgid, comm, kthread, verdict, index, name) */
-#define EXPECT(t, tgid, comm, kt, want, index, name) \
+#define EXPECT(t, tgid, comm, kt, want, index, name)                           \
 	expect(__LINE__, t, pick(t, tgid, comm, kt), want, index, name)
 
 static void test_auto_names(void)

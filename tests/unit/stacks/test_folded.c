@@ -106,10 +106,10 @@ static int64_t line_value(const char *file, const char *text)
 	return -1;
 }
 
-#define ADD(f, g, k, w, ...)                                     \
-	wc_fold_add(f, g, k, (const char *const[]){__VA_ARGS__}, \
-		    sizeof((const char *const[]){__VA_ARGS__}) / \
-			    sizeof(char *),                      \
+#define ADD(f, g, k, w, ...)                                                   \
+	wc_fold_add(f, g, k, (const char *const[]){__VA_ARGS__},               \
+		    sizeof((const char *const[]){__VA_ARGS__}) /               \
+			    sizeof(char *),                                    \
 		    w)
 
 static void test_merge(void)
@@ -315,18 +315,13 @@ static void test_top_n_other(void)
 static void test_escaping(void)
 {
 	struct wc_fold *f = wc_fold_new(100, 1 << 16);
-	const char *frames[] = {"  a;b  ",
-				"x\ny\r",
-				"\tz",
-				"",
-				NULL,
-				"ns::f(int, char)",
-				"vfs_read_[k]",
-				"   ",
+	const char *frames[] = {"  a;b  ", "x\ny\r", "\tz", "", NULL,
+				"ns::f(int, char)", "vfs_read_[k]", "   ",
 				"caf\xc3\xa9\x7f",
 				/* not UTF-8: a stray continuation byte, an
 				 * overlong '/', a surrogate, a cut sequence */
-				"\x80" "a\xc0\xaf\xed\xa0\x80\xe2\x82"};
+				"\x80"
+				"a\xc0\xaf\xed\xa0\x80\xe2\x82"};
 	char *out;
 	size_t n;
 

@@ -66,12 +66,12 @@
 	} while (0)
 
 /* Resolve and expect a name (rc WC_SYM_NAME and the exact text). */
-#define CHECK_NAME(s, pid, addr, caller, want)                              \
-	do {                                                                \
-		char b_[512];                                               \
-		int r_ = wc_sym_user(s, pid, addr, caller, b_, sizeof(b_)); \
-		CHECK_STR_EQ(b_, want);                                     \
-		CHECK(r_ == WC_SYM_NAME);                                   \
+#define CHECK_NAME(s, pid, addr, caller, want)                                 \
+	do {                                                                   \
+		char b_[512];                                                  \
+		int r_ = wc_sym_user(s, pid, addr, caller, b_, sizeof(b_));    \
+		CHECK_STR_EQ(b_, want);                                        \
+		CHECK(r_ == WC_SYM_NAME);                                      \
 	} while (0)
 
 static char fxdir[PATH_MAX];
@@ -293,10 +293,10 @@ static struct wc_sym *sym_new(const char *proc_root, const char *debug_root)
 	return s;
 }
 
-#define NEED_FIXTURES()                \
-	do {                           \
-		if (fx_skip[0])        \
-			SKIP(fx_skip); \
+#define NEED_FIXTURES()                                                        \
+	do {                                                                   \
+		if (fx_skip[0])                                                \
+			SKIP(fx_skip);                                         \
 	} while (0)
 
 /* --- pure parts ----------------------------------------------------------- */
@@ -500,14 +500,25 @@ static void test_wire(void)
 {
 	static const char paths[] = "/usr/lib/libfoo.so\0[vdso]";
 	struct wc_proc_map maps[2] = {
-		{.start = 0x1000, .end = 0x2000, .exec = true, .ino = 7,
-		 .path = paths, .pathlen = 18},
-		{.start = 0x3000, .end = 0x4000, .exec = true,
-		 .path = paths + 19, .pathlen = 6},
+		{.start = 0x1000,
+		 .end = 0x2000,
+		 .exec = true,
+		 .ino = 7,
+		 .path = paths,
+		 .pathlen = 18},
+		{.start = 0x3000,
+		 .end = 0x4000,
+		 .exec = true,
+		 .path = paths + 19,
+		 .pathlen = 6},
 	};
 	struct wc_fetch_file files[2] = {{.size = 4096, .mtime_ns = 1}, {0}};
-	struct wc_fetch_maps in = {.nspid = 3, .euid = 1000, .sig = 99,
-				   .maps = maps, .files = files, .n = 2};
+	struct wc_fetch_maps in = {.nspid = 3,
+				   .euid = 1000,
+				   .sig = 99,
+				   .maps = maps,
+				   .files = files,
+				   .n = 2};
 	struct wc_fetch_maps out;
 	struct wc_symtab t, u;
 	struct wc_wbuf b = {0};
@@ -922,10 +933,10 @@ static void test_perf_map(void)
 
 #define NOBODY 65534
 
-#define NEED_ROOT()                                                  \
-	do {                                                         \
-		if (geteuid() != 0)                                  \
-			SKIP("needs root (chown, files of others)"); \
+#define NEED_ROOT()                                                            \
+	do {                                                                   \
+		if (geteuid() != 0)                                            \
+			SKIP("needs root (chown, files of others)");           \
 	} while (0)
 
 /* Opened, or refused before anything was read, and never blocking: a
@@ -974,8 +985,8 @@ static void test_open_rules(void)
 	CHECK(fd >= 0);
 	if (fd >= 0)
 		close(fd);
-	CHECK(wc_proc_open_in_root("/proc", getpid(), link,
-				   WC_OPEN_NO_SYMLINKS, &st) < 0 &&
+	CHECK(wc_proc_open_in_root("/proc", getpid(), link, WC_OPEN_NO_SYMLINKS,
+				   &st) < 0 &&
 	      errno == ELOOP);
 	unlink(fifo);
 	unlink(link);
@@ -1409,7 +1420,8 @@ static void test_unread_retried(void)
 		off = fx_addr(&f, "alpha") - m->start + m->pgoff;
 		wc_sym_src_allow(src, 0);
 		mod = wc_mod_file(c, f.pid, m, file);
-		CHECK(mod && wc_mod_evicted(mod) && !wc_mod_lookup(c, mod, off));
+		CHECK(mod && wc_mod_evicted(mod) &&
+		      !wc_mod_lookup(c, mod, off));
 		wc_sym_src_allow(src, WC_SYM_UNLIMITED);
 		again = wc_mod_file(c, f.pid, m, file);
 		name = again ? wc_mod_lookup(c, again, off) : NULL;
@@ -1520,10 +1532,10 @@ static void ns_child(int report, int in, int out, const char *mnt,
 	char cmd[2 * PATH_MAX + 32], old[PATH_MAX];
 	pid_t gc;
 
-#define NS_FAIL(what)                                                   \
-	do {                                                            \
-		dprintf(report, "err %s: %s\n", what, strerror(errno)); \
-		_exit(2);                                               \
+#define NS_FAIL(what)                                                          \
+	do {                                                                   \
+		dprintf(report, "err %s: %s\n", what, strerror(errno));        \
+		_exit(2);                                                      \
 	} while (0)
 	if (unshare(CLONE_NEWNS))
 		NS_FAIL("unshare(CLONE_NEWNS)");
@@ -1741,10 +1753,10 @@ static void test_places(void)
 	/* a return address is placed inside its call, as it is named */
 	CHECK(wc_sym_user_place(s, f1.pid, a1 + 1, true, &m2, &o2));
 	CHECK(m2 == m1 && o2 == o1);
-	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_one"), false,
-				 &mj, &oj));
-	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_gap"), false,
-				 &mj, &oj));
+	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_one"), false, &mj,
+				 &oj));
+	CHECK(!wc_sym_user_place(s, fj.pid, fx_addr(&fj, "jit_gap"), false, &mj,
+				 &oj));
 	CHECK(!wc_sym_user_place(s, 0x3fffff, a1, false, &mj, &oj));
 	wc_sym_free(s);
 	fx_stop(&f1);

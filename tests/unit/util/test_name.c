@@ -42,7 +42,7 @@ static void check_kthread(int line, const char *in, size_t len,
 
 /* String literals, embedded NULs included, at the default size. */
 #define SAN(in, want) check_san(__LINE__, in, sizeof(in) - 1, 64, want)
-#define SAN_N(in, outlen, want) \
+#define SAN_N(in, outlen, want)                                                \
 	check_san(__LINE__, in, sizeof(in) - 1, outlen, want)
 #define KTHREAD(in, want) check_kthread(__LINE__, in, sizeof(in) - 1, want)
 
