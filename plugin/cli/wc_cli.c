@@ -442,15 +442,13 @@ static int write_svg(const struct wc_merge *t, const char *title, FILE *out)
 		free(line);
 		return -1;
 	}
-	for (i = 0; i < t->cap; i++) {
+	for (i = 0; i < t->n; i++) {
 		int n;
 
-		if (!t->slots[i].stack)
-			continue;
 		/* lines were read into buffers of this size: they fit */
 		n = snprintf(line, WC_MERGE_LINE_MAX + 32, "%s %llu",
-			     t->slots[i].stack,
-			     (unsigned long long)t->slots[i].value);
+			     wc_merge_stack(t, &t->entries[i]),
+			     (unsigned long long)t->entries[i].value);
 		if (n > 0 && (size_t)n < WC_MERGE_LINE_MAX + 32)
 			wc_svg_add_line(svg, line, (size_t)n);
 	}

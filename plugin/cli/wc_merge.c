@@ -3,7 +3,6 @@
  */
 #include "cli/wc_merge.h"
 #include "format/wc_format.h"
-#include "util/wc_hash.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -15,87 +14,107 @@
 #define OTHER_FRAME ";" WC_FOLD_OTHER
 #define READ_CHUNK (64u << 10)
 
+/* Bytes of stack text at most: offsets are 32 bits. */
+#define TEXT_MAX (1u << 30)
+
 int wc_merge_init(struct wc_merge *t, size_t max, const char *group)
 {
 	memset(t, 0, sizeof(*t));
+	if (max < 1 || max > (1u << 28))
+		return -1;
 	t->max = max;
+	t->limit = max + max / 2 + 768;
 	t->group = group;
-	t->cap = 1024;
-	while (t->cap < 2 * max)
-		t->cap <<= 1;
-	t->slots = calloc(t->cap, sizeof(*t->slots));
-	return t->slots ? 0 : -1;
+	t->budget.max = TEXT_MAX;
+	if (wc_strtab_init(&t->text, &t->budget, 4096) ||
+	    wc_idmap_init(&t->index, (uint32_t)t->limit)) {
+		wc_merge_free(t);
+		return -1;
+	}
+	return 0;
 }
 
 void wc_merge_free(struct wc_merge *t)
 {
-	size_t i;
-
-	for (i = 0; t->slots && i < t->cap; i++)
-		free(t->slots[i].stack);
-	free(t->slots);
-	t->slots = NULL;
+	wc_strtab_free(&t->text);
+	wc_idmap_free(&t->index);
+	free(t->entries);
+	t->entries = NULL;
+	t->n = t->cap = 0;
 }
 
-static struct wc_merge_entry *slot(struct wc_merge *t, const char *stack,
-				   size_t len)
+const char *wc_merge_stack(const struct wc_merge *t,
+			   const struct wc_merge_entry *e)
 {
-	size_t i = wc_fnv1a(WC_FNV_SEED, stack, len) & (t->cap - 1);
-
-	while (t->slots[i].stack &&
-	       (strlen(t->slots[i].stack) != len ||
-		memcmp(t->slots[i].stack, stack, len) != 0))
-		i = (i + 1) & (t->cap - 1);
-	return &t->slots[i];
+	return wc_strtab_str(&t->text, e->stack);
 }
 
-/* Into the group's remainder, so its total stays whole; the table has
- * room for one per group beyond max (cap >= 2 max, never fuller than 3/4). */
-static struct wc_merge_entry *other_slot(struct wc_merge *t, const char *stack,
-					 size_t len, char **text)
+/* The entry of a stack; a new one if create and there is room. */
+static struct wc_merge_entry *find(struct wc_merge *t, const char *stack,
+				   size_t len, bool create)
+{
+	struct wc_merge_entry *e;
+	uint32_t off, i;
+	size_t ncap;
+
+	if (wc_strtab_intern(&t->text, stack, len, false, &off) == 0)
+		return wc_idmap_get(&t->index, (uint64_t)off + 1, &i)
+			       ? &t->entries[i]
+			       : NULL;
+	if (!create || t->n >= t->limit)
+		return NULL;
+	if (t->n == t->cap) {
+		ncap = t->cap ? 2 * t->cap : 1024;
+		ncap = ncap < t->limit ? ncap : t->limit;
+		e = realloc(t->entries, ncap * sizeof(*e));
+		if (!e)
+			return NULL;
+		t->entries = e;
+		t->cap = ncap;
+	}
+	if (wc_strtab_intern(&t->text, stack, len, true, &off) != 1 ||
+	    wc_idmap_put(&t->index, (uint64_t)off + 1, (uint32_t)t->n))
+		return NULL;
+	e = &t->entries[t->n++];
+	e->stack = off;
+	e->value = 0;
+	return e;
+}
+
+/* The group's remainder, so its total stays whole: made while there is
+ * room for one per group beyond max. */
+static struct wc_merge_entry *other(struct wc_merge *t, const char *stack,
+				    size_t len)
 {
 	const char *semi = memchr(stack, ';', len);
 	size_t g = semi ? (size_t)(semi - stack) : len;
 	struct wc_merge_entry *e;
+	char *text = malloc(g + sizeof(OTHER_FRAME));
 
-	*text = malloc(g + sizeof(OTHER_FRAME));
-	if (!*text)
+	if (!text)
 		return NULL;
-	memcpy(*text, stack, g);
-	memcpy(*text + g, OTHER_FRAME, sizeof(OTHER_FRAME));
-	e = slot(t, *text, g + sizeof(OTHER_FRAME) - 1);
-	if (!e->stack && t->n >= t->cap / 4 * 3)
-		return NULL;
+	memcpy(text, stack, g);
+	memcpy(text + g, OTHER_FRAME, sizeof(OTHER_FRAME));
+	e = find(t, text, g + sizeof(OTHER_FRAME) - 1, true);
+	free(text);
 	return e;
 }
 
 static void add(struct wc_merge *t, const char *stack, size_t len,
 		uint64_t value)
 {
-	struct wc_merge_entry *e = slot(t, stack, len);
-	char *text = NULL;
+	struct wc_merge_entry *e = find(t, stack, len, t->n < t->max);
 
-	if (!e->stack && t->n >= t->max) {
+	if (!e) {
 		t->dropped++;
-		e = other_slot(t, stack, len, &text);
-		if (!e) {
-			free(text);
+		e = other(t, stack, len);
+		if (!e)
 			return;
-		}
 	}
 	if (e->value + value < e->value) {
 		t->bad++;
-		free(text);
 		return;
 	}
-	if (!e->stack) {
-		e->stack = text ? text : strndup(stack, len);
-		if (!e->stack)
-			return;
-		text = NULL;
-		t->n++;
-	}
-	free(text);
 	e->value += value;
 }
 
@@ -214,7 +233,7 @@ int wc_merge_read_fd(struct wc_merge *t, int fd)
 	return n < 0 || !chunk ? -1 : 0;
 }
 
-static int by_value_desc(const void *a, const void *b)
+static int by_value_desc(const void *a, const void *b, void *arg)
 {
 	const struct wc_merge_entry *x =
 		*(const struct wc_merge_entry *const *)a;
@@ -223,7 +242,7 @@ static int by_value_desc(const void *a, const void *b)
 
 	if (x->value != y->value)
 		return x->value < y->value ? 1 : -1;
-	return strcmp(x->stack, y->stack);
+	return strcmp(wc_merge_stack(arg, x), wc_merge_stack(arg, y));
 }
 
 const struct wc_merge_entry **wc_merge_sorted(const struct wc_merge *t,
@@ -235,10 +254,10 @@ const struct wc_merge_entry **wc_merge_sorted(const struct wc_merge *t,
 	v = malloc((t->n ? t->n : 1) * sizeof(*v));
 	if (!v)
 		return NULL;
-	for (i = 0; i < t->cap; i++)
-		if (t->slots[i].stack && t->slots[i].value)
-			v[k++] = &t->slots[i];
-	qsort(v, k, sizeof(*v), by_value_desc);
+	for (i = 0; i < t->n; i++)
+		if (t->entries[i].value)
+			v[k++] = &t->entries[i];
+	qsort_r(v, k, sizeof(*v), by_value_desc, (void *)t);
 	*n = k;
 	return v;
 }
@@ -252,7 +271,7 @@ int wc_merge_write(const struct wc_merge *t, FILE *out)
 	if (!v)
 		return -1;
 	for (i = 0; i < n; i++)
-		fprintf(out, "%s %llu\n", v[i]->stack,
+		fprintf(out, "%s %llu\n", wc_merge_stack(t, v[i]),
 			(unsigned long long)v[i]->value);
 	free(v);
 	return ferror(out) ? -1 : 0;

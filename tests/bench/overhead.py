@@ -25,6 +25,7 @@ nothing (it is not a test) except in --smoke, which checks it ran.
 
     make bench                     # or:
     WC_BUILD_DIR=build python3 tests/bench/overhead.py [--rounds 5]
+        [--baseline OTHER_BUILD] [--no-peers]
 """
 import argparse
 import json
@@ -105,9 +106,10 @@ class Proc:
 
 
 class Plugin:
-    def __init__(self, root, conf):
+    def __init__(self, root, conf, plugin_so=wctest.PLUGIN_SO):
         os.makedirs(root, exist_ok=True)
-        self.cd = wctest.Collectd(root, 10, conf, writers=("csv",))
+        self.cd = wctest.Collectd(root, 10, conf, writers=("csv",),
+                                  plugin_so=plugin_so)
         self.cd.start()
         time.sleep(1)
 
@@ -115,12 +117,12 @@ class Plugin:
         self.cd.stop()
 
 
-def ours(root):
-    return [("wallclock", lambda i: Plugin(f"{root}/wc{i}", "")),
-            ("wallclock Stacks false", lambda i: Plugin(
-                f"{root}/wcns{i}", "Stacks false")),
-            ("wallclock MinBlock 0", lambda i: Plugin(
-                f"{root}/wc0_{i}", "MinBlockMicroseconds 0"))]
+def ours(root, label="wallclock", so=wctest.PLUGIN_SO):
+    return [(label, lambda i: Plugin(f"{root}/{label}{i}", "", so)),
+            (f"{label} Stacks false", lambda i: Plugin(
+                f"{root}/{label}ns{i}", "Stacks false", so)),
+            (f"{label} MinBlock 0", lambda i: Plugin(
+                f"{root}/{label}0_{i}", "MinBlockMicroseconds 0", so))]
 
 
 def peers(tmp, missing):
@@ -270,6 +272,10 @@ def main():
     ap.add_argument("--msg-loops", type=int, default=200)
     ap.add_argument("--cpu-mib", type=int, default=1024)
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--baseline", metavar="BUILD",
+                    help="another build tree (an earlier commit's) whose "
+                         "plugin runs interleaved with this one, as "
+                         "'baseline'")
     ap.add_argument("--smoke", action="store_true",
                     help="one short round, ours only: checks it runs")
     a = ap.parse_args()
@@ -290,12 +296,14 @@ def main():
             theirs = [] if a.no_peers else peers(tmp, missing)
             for m in missing:
                 print(f"# MISSING PEER: {m}", flush=True)
-            slowdown([("none", None)] + ours(env.root) + theirs, a.rounds,
-                     a, results)
+            base = ours(env.root, "baseline", os.path.join(
+                a.baseline, ".libs", "wallclock.so")) if a.baseline else []
+            slowdown([("none", None)] + ours(env.root) + base + theirs,
+                     a.rounds, a, results)
             if not a.smoke:
                 freq = cpu_by_frequency(env.root, a)
-            per_run_ns(ours(env.root)[:2] + yardsticks() + theirs,
-                       a.rounds, a, ns)
+            per_run_ns(ours(env.root)[:2] + base[:2] + yardsticks() +
+                       theirs, a.rounds, a, ns)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
             f.write(stats_was)

@@ -94,9 +94,10 @@ class Collectd:
 
     def __init__(self, root, interval, plugin_conf, wallclock=True,
                  writers=("csv", "unixsock"), extra="", prefix=(),
-                 spool=True):
+                 spool=True, plugin_so=PLUGIN_SO):
         """spool: True writes SpoolDir (a fresh path under root) into the
-        wallclock block, False leaves it out (the plugin's default)."""
+        wallclock block, False leaves it out (the plugin's default).
+        plugin_so: another build's plugin (the benchmark's baseline)."""
         self.root = root
         self.interval = interval
         self.csv_dir = os.path.join(root, "csv")
@@ -132,7 +133,7 @@ class Collectd:
                      "</Plugin>"]
         conf.append(extra)
         if wallclock:
-            conf += [f'PluginDir "{os.path.dirname(PLUGIN_SO)}"',
+            conf += [f'PluginDir "{os.path.dirname(plugin_so)}"',
                      "LoadPlugin wallclock", 'PluginDir "/usr/lib/collectd"',
                      "<Plugin wallclock>"]
             if spool:

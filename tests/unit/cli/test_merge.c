@@ -28,9 +28,9 @@ static uint64_t value_of(const struct wc_merge *t, const char *stack)
 {
 	size_t i;
 
-	for (i = 0; i < t->cap; i++)
-		if (t->slots[i].stack && !strcmp(t->slots[i].stack, stack))
-			return t->slots[i].value;
+	for (i = 0; i < t->n; i++)
+		if (!strcmp(wc_merge_stack(t, &t->entries[i]), stack))
+			return t->entries[i].value;
 	return 0;
 }
 
@@ -170,8 +170,9 @@ static void test_sorted(void)
 	v = wc_merge_sorted(&t, &n);
 	CHECK(v && n == 3);
 	if (v && n == 3)
-		CHECK(!strcmp(v[0]->stack, "c") && !strcmp(v[1]->stack, "a") &&
-		      !strcmp(v[2]->stack, "b"));
+		CHECK(!strcmp(wc_merge_stack(&t, v[0]), "c") &&
+		      !strcmp(wc_merge_stack(&t, v[1]), "a") &&
+		      !strcmp(wc_merge_stack(&t, v[2]), "b"));
 	free(v);
 	wc_merge_free(&t);
 }
