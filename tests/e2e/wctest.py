@@ -347,6 +347,7 @@ class SchedSampler:
         self.pids = list(pids)
         self.period = period
         self.rows = {pid: [] for pid in self.pids}
+        self.rejected = {pid: 0 for pid in self.pids}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -371,6 +372,8 @@ class SchedSampler:
                 fastest[pid] = min(fastest[pid], t1 - t0)
                 if n and t1 - t0 < max(0.002, 2 * fastest[pid]):
                     self.rows[pid].append(((t0 + t1) / 2, on, runq, n))
+                elif n:
+                    self.rejected[pid] += 1
             time.sleep(self.period)
 
     def stop(self):
@@ -385,6 +388,17 @@ class SchedSampler:
             if ta <= t <= tb:
                 f = (t - ta) / (tb - ta) if tb > ta else 0.0
                 return oa + f * (ob - oa), ra + f * (rb - ra)
+        return None
+
+    def bracket(self, pid, t):
+        """((on_lo, on_hi), (runq_lo, runq_hi)) in ns: the samples either
+        side of t, between which the truth at t lies whatever the
+        workload did between them (a sleeper runs in bursts, so the
+        straight line of at() can miss a burst on either side), or None."""
+        rows = self.rows[pid]
+        for (ta, oa, ra, _), (tb, ob, rb, _) in zip(rows, rows[1:]):
+            if ta <= t <= tb:
+                return (oa, ob), (ra, rb)
         return None
 
 
