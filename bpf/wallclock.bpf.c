@@ -2,62 +2,17 @@
 /*
  * wallclock.bpf.c - per-thread wall-clock accounting in the kernel.
  *
- * Owns: one task-storage entry per profiled thread, holding the state the
- * thread entered at a switch-out and when (the checkpoint), plus the time
- * already charged to each slot.  A switch-out that charges takes the time
- * since the checkpoint and moves it, so a thread's slots always add up to
- * the time it was watched: the last wait ended when the thread last
- * arrived on a CPU (sched_info.last_arrival, which the kernel sets on the
- * same clock) and it has run since.  The wait is
- * split where the kernel splits it: what schedstat's run_delay grew by was
- * spent in the run queue, the rest asleep (or blocked), so no wake-up hook
- * is needed, and the switch-in has no bookkeeping to do.  Most switch-outs
- * need not even charge: a sleep or a preemption after a stint without
- * steal leaves nothing the kernel's own counters will not tell the next
- * charge (see quick_out), so they skip the task storage and note only
- * when the wait began, in an array slot of their pid.  With stacks on, a
- * switch-in looks at its thread only if its wait may have been long (the
- * kernel's times of its last arrival and wake-up say), to walk the kernel
- * stack it waited in.
- *
- * Clocks: a checkpoint is the run-queue clock (rq->clock) of the CPU the
- * event happens on, the value the scheduler has just updated and uses for
- * schedstat's run_delay.  An on-CPU stretch is charged with the kernel's
- * own count, the growth of se.sum_exec_runtime, and the rest of its wall
- * time (hypervisor steal, IRQ time on IRQ_TIME_ACCOUNTING kernels) goes to
- * the STEAL slot.  So on-CPU and run-queue times are what the kernel says,
- * to the nanosecond, while the slots still add up to wall time.
- *
- * Missed switches: the sched_switch tracepoint does not show every
- * switch-in (measured on 6.18: 0.3-3 % of a busy spinner's), which the
- * accounting no longer needs.  A missed switch-out merges two stints and
- * two waits: the run is the kernel's, the waits get the rest of the wall
- * time, in the first one's state.  A switch-out that finds no arrival
- * since its checkpoint cannot place the end of the wait: it is charged as
- * run and steal.  Both are counted (switches_missed).
- *
- * A thread is met first at a switch-out, a sample or the iterator; one
- * started since the programs were loaded is charged from its first stay in
- * the run queue (its run_delay), so short-lived threads count in full.
- *
- * Writers: for one thread, its switches out and in are serialised by the
- * kernel (run-queue locks and the on_cpu hand-off), so each storage entry
- * has one writer at a time and needs no lock.  A quick slot can be written
- * by two threads at once only when their pids share it; what either then
- * reads back is clamped so that no time is lost or counted twice.  The
- * sampler only increments the sample count, which nobody else writes.  The task iterator reads entries
- * while they may change on another CPU: a sequence count (odd while a
- * write is in progress) lets it retry instead of seeing a half-charged
- * entry; a thread it finds running is brought up to now from
- * last_arrival, as its switch-out will be.  Ordering relies on x86-64's
- * total store order plus compiler barriers; see the README's portability
- * note before building for a weakly ordered architecture.
- *
- * Nothing on the context-switch path allocates (except once per thread),
- * calls a clock helper or touches a shared cache line (but for threads
- * whose pids share a quick slot), and it walks a stack only for a wait
- * expected to be long (the user stack, at switch-out) or one that was
- * (the kernel stack, at switch-in).
+ * Owns: one task-storage entry per profiled thread: its checkpoint (the
+ * state it entered at a switch-out, and when) and its time per slot.
+ * Invariants: a thread's slots add up to the time it was watched, every
+ * stretch in exactly one slot.  The switch path allocates nothing (but
+ * once per thread), calls no clock helper and touches no shared cache
+ * line (but for pids sharing a quick slot).
+ * Threads: the kernel serialises one thread's switches, so each entry
+ * has one writer; the iterator reads it under a sequence count, which
+ * relies on x86-64's store order.
+ * Design: docs/design.md, section "BPF accounting"; README.md, "How it
+ * measures".
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>

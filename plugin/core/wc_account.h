@@ -1,30 +1,14 @@
 /*
  * wc_account.h - per-thread records in, per-group totals out.
  *
- * Owns: the table of threads (last record seen per thread id), the table of
- * processes (keyed by tgid and the leader's start time, so a reused PID is
- * a new process), and the groups metrics are dispatched under.  All three
- * are bounded at creation: threads and processes by max_threads, groups by
- * the configured selections plus max_groups automatic ones plus "other".
- *
- * One read is begin, then one wc_account_record() per record (live threads
- * from the iterator first, then final records of dead threads), then end.
- * A record carries a thread's cumulative times; the difference from the
- * previous record is what the thread did since, and it is added to the
- * thread's process and, at end, to the process's group.  A dead thread's
- * final record closes its account and the thread is forgotten; a thread
- * that vanishes without one (its record was dropped) is forgotten after
- * two reads and counted as lost.
- *
- * Automatic groups (one per process name) take a free slot when they first
- * appear, the busiest first (busy: any time but sleep); when all slots are
- * taken the newcomers' time goes to "other" until a slot frees up.  A
- * slot frees once its group has had no thread for five reads, or goes to
- * a name waiting for one that is much busier than the quietest group has
- * been (see TAKE_OVER), at most one a read and never from a group that
- * got its slot less than ten reads ago, so series stay stable while
- * processes churn and idle processes cannot keep a busy one out.  Not
- * thread-safe: one caller at a time.
+ * Owns: the tables of threads, of processes (by tgid and the leader's
+ * start time) and of the groups metrics are dispatched under.
+ * Invariants: all three bounded at creation (max_threads; selections,
+ * max_groups and "other"); a read is begin, records (live threads
+ * first, then final records), end; a record's difference from the last
+ * goes to its process and group; a thread that vanishes is counted lost.
+ * Threads: not thread-safe: one caller at a time.
+ * Design: docs/design.md, section "Accounting"; README.md, "Groups".
  */
 #ifndef WC_ACCOUNT_H
 #define WC_ACCOUNT_H

@@ -251,9 +251,9 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->ring_bytes = bytes;
 	rc = bpf_map__set_max_entries(c->skel->maps.exits, (__u32)bytes);
 	if (with_walk)
-		walk_recs = o->walk_recs ? o->walk_recs : WALK_RECS;
-	/* an array the kernel refuses: the fallback below, under test */
-	if (with_walk && o->walk_fault)
+		walk_recs = o->walk.recs ? o->walk.recs : WALK_RECS;
+	/* an array the kernel refuses: the fallback below */
+	if (with_walk && o->walk.refused)
 		walk_recs = 0;
 	if (!rc)
 		rc = bpf_map__set_max_entries(c->skel->maps.snaps, walk_recs);
@@ -272,10 +272,10 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 		char *err, size_t errlen)
 {
-	bool walk = !o->iterator_only && wc_collector_kernel_walks();
+	bool walk = !o->walk.iterator_only && wc_collector_kernel_walks();
 	int rc;
 
-	if (!o->iterator_only && !walk)
+	if (!o->walk.iterator_only && !walk)
 		wc_log(WC_LOG_INFO,
 		       "this kernel has no open-coded task iterator (6.7 "
 		       "and later): threads are read with the task iterator "

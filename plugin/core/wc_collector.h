@@ -25,6 +25,14 @@
 
 struct wc_collector;
 
+/* How threads are read where a choice exists.  Zero is what the plugin
+ * and the CLI use; the rest lets tests reach each path on one kernel. */
+struct wc_walk_opts {
+	bool iterator_only; /* never the open-coded walk */
+	unsigned int recs;  /* records in the walk's array; 0: 8192 */
+	bool refused;	    /* size the array so the kernel refuses the walk */
+};
+
 struct wc_collector_opts {
 	unsigned int sample_hz;
 	bool kthreads;
@@ -33,10 +41,7 @@ struct wc_collector_opts {
 	unsigned int min_block_us;  /* shortest wait recorded with a stack */
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 	unsigned int held_stacks;   /* stacks user space holds at most */
-	bool iterator_only; /* never the open-coded walk (tests of the other) */
-	unsigned int walk_recs; /* the walk's array of records; 0: 8192 */
-	bool walk_fault; /* tests: the walk fails to load (an array size the
-			  * kernel refuses) */
+	struct wc_walk_opts walk;   /* zero: the way the kernel allows */
 };
 
 /* Load and attach.  On failure, err says what was refused and what to do

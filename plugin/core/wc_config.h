@@ -72,11 +72,7 @@ struct wc_config {
 	unsigned int keep_files;       /* SpoolKeepFiles, 0: no limit */
 	unsigned int keep_hours;       /* SpoolKeepHours, 0: no limit */
 	unsigned int keep_mib;	       /* SpoolKeepMiB, 0: no limit */
-	uint32_t only_tgid; /* not an option: the command line's -p PID */
-	/* not options: for tests of the two ways threads are walked */
-	bool iterator_only;	  /* never the open-coded walk */
-	unsigned int walk_recs;	  /* records its array holds; 0: 8192 */
-	bool walk_fault;	  /* it fails to load */
+	uint32_t only_tgid;	  /* not an option: the command line's -p PID */
 	struct wc_selection *sel; /* owned, nsel entries */
 	size_t nsel;
 };

@@ -460,6 +460,15 @@ static void say_caps(struct wc_engine *e)
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen)
 {
+	static const struct wc_walk_opts walk;
+
+	return wc_engine_open_walk(cfg, &walk, out, err, errlen);
+}
+
+int wc_engine_open_walk(const struct wc_config *cfg,
+			const struct wc_walk_opts *walk, struct wc_engine **out,
+			char *err, size_t errlen)
+{
 	struct wc_collector_opts copts = {
 		.sample_hz = cfg->sample_hz,
 		.kthreads = cfg->kthreads,
@@ -469,9 +478,7 @@ int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		.min_block_us = cfg->min_block_us,
 		.stack_entries = cfg->stack_entries,
 		.held_stacks = cfg->stack_entries * WINDOW_FACTOR,
-		.iterator_only = cfg->iterator_only,
-		.walk_recs = cfg->walk_recs,
-		.walk_fault = cfg->walk_fault,
+		.walk = *walk,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,

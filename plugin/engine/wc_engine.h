@@ -45,6 +45,10 @@ struct wc_self_stats {
  * on is counted.  err says what went wrong and what to do. */
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen);
+/* The same, reading threads as walk says (tests of each way). */
+int wc_engine_open_walk(const struct wc_config *cfg,
+			const struct wc_walk_opts *walk, struct wc_engine **out,
+			char *err, size_t errlen);
 
 /* Bring every group's counters up to now.  Stacks are gathered by the
  * drains, not here. */

@@ -1,29 +1,15 @@
 /*
- * wc_format.h - the folded stack format: what a line is, its kinds of
- * time and their marker frames, how a frame's text is made safe, and the
- * one parser of a line that every reader uses.
+ * wc_format.h - the folded stack format and the one parser of a line.
  *
- * Owns nothing: pure functions.
- *
- * One line per stack, root first:
- *
- *   GROUP;MARKER;frame;...;frame VALUE
- *
- * VALUE is an integer, microseconds of thread time, so on-CPU and off-CPU
- * stacks share one unit.  MARKER, the second frame, says which kind of time
- * everything below it is, so a renderer can colour by it and a person can
- * read it:
- *   [on-cpu]             running on a CPU
- *   [off-cpu runqueue]   runnable, waiting for a CPU
- *   [off-cpu sleep]      sleeping (interruptible)
- *   [off-cpu io]         blocked (uninterruptible, mostly I/O)
- * Kernel frames arrive suffixed "_[k]" (flamegraph.pl's convention) and are
- * kept as they are.  Frame text is made safe (wc_text.h): ';' becomes ':',
- * control bytes and bytes that are not valid UTF-8 become '?', leading and
- * trailing spaces are trimmed, an empty frame is "[empty]", and a frame
- * longer than WC_FOLD_MAX_FRAME bytes is cut between characters.  Spaces
- * inside a frame stay (demangled C++): readers split the value off at the
- * last space.
+ * Owns: nothing; pure functions (kinds and markers, safe text, parser).
+ * Invariants: a line is "GROUP;MARKER;frame;...;frame VALUE", VALUE an
+ * integer in microseconds; a frame's safe text has no ';' (it becomes
+ * ':'), no control bytes, only valid UTF-8 ('?' for the rest), no
+ * spaces at either end, is never empty ("[empty]") and is cut between
+ * characters at WC_FOLD_MAX_FRAME bytes; spaces inside it stay, so
+ * readers split the value off at the last space.
+ * Threads: any number of callers at once: there is no state.
+ * Design: docs/design.md, section "Folded format".
  */
 #ifndef WC_FORMAT_H
 #define WC_FORMAT_H

@@ -1,60 +1,14 @@
 /*
  * wc_svg.h - one folded file in, one self-contained SVG flame graph out.
  *
- * Owns: a tree of frames built by merging common prefixes (root "all"),
- * the interned frame names, and the index that finds a child by (parent,
- * name).  All of it is bounded: at most max_frames nodes, root included,
- * and at most max_bytes for everything the renderer allocates (names,
- * nodes, indexes, emit's scratch; the struct itself with its 64 KiB output
- * buffer on top).  A stack whose deeper frames do not fit ends at the
- * deepest frame that did: the value still counts there, as that frame's
- * own time, so the total is never lost; each such add is counted in
- * nodes_merged.  Emit allocates nothing, so it never fails for memory.
- * Not thread-safe: one caller at a time.
- *
- * Input: lines of the folded format that wc_folded.h documents,
- *   GROUP;MARKER;frame;...;frame VALUE
- * VALUE is integer microseconds, split off at the last space.  A line
- * without a value, with a value that is not all digits or does not fit 64
- * bits (or would carry the total past 64 bits), or with an empty stack is
- * malformed: counted, skipped.  Blank lines are ignored; a value of 0 is
- * counted and draws nothing.  Frame text is made safe on the way in (control bytes and
- * bytes that are not valid UTF-8 become '?', spaces at either end are
- * trimmed, an empty frame is "[empty]", a frame is cut at WC_SVG_MAX_FRAME
- * bytes, a stack at WC_SVG_MAX_DEPTH frames), so the SVG is always
- * well-formed XML whatever the input.
- *
- * Output, for the same frames and values whatever the order they came in,
- * byte for byte the same file (no clock, no locale, no randomness):
- *   - flame orientation, root at the bottom; siblings sorted by name in
- *     byte order; width proportional to value; a frame narrower than
- *     min_width_px is not drawn, nor anything above it (its time still
- *     shows in its parent's width);
- *   - colour family by the first marker frame on the path: [on-cpu] warm
- *     (red to yellow), [off-cpu runqueue] purple, [off-cpu sleep] blue,
- *     [off-cpu io] teal, other "[off-cpu...]" slate; stacks without a
- *     marker warm like flamegraph.pl's default.  Kernel frames ("_[k]")
- *     are a paler shade of their family.  The shade within a family is a
- *     hash of the name, so a name has the same colour in every file.  Root,
- *     group (depth 1) and marker frames are grey;
- *   - title, subtitle, and a totals line: total thread time, on-CPU and
- *     off-CPU with each reason, in human units ("12.3 s", "450 ms");
- *   - inline script and style only: hover shows name, time and share of
- *     the total at the bottom (and in each frame's <title>); click zooms;
- *     "Reset Zoom"; "Search" (or Ctrl-F, or ?s=REGEX in the URL)
- *     highlights matches and shows "Matched: X.X%" without counting a
- *     match inside another twice; Escape clears the search.
- *
- * Hooks for a browser test (stable): each drawn frame is
- *   <g class="frame" data-name="NAME" data-value="US" data-x="US">
- *     <title>..</title><rect x y width height fill/><text>..</text></g>
- * (data-x: microseconds left of the frame under the root), all inside
- * <g id="frames" data-width="PX" data-xpad="PX" data-total="US">; buttons
- * have ids "reset" and "search", the match share is in #matched, totals in
- * #totals.  After a click on a frame its rect's width is data-width (the
- * root's width); after a search the matches' fill attribute changes.
- * Scripting API (for tests): zoom(g), unzoom(), search(regex),
- * reset_search().
+ * Owns: the frame tree (root "all"), its interned names, the child index.
+ * Invariants: at most max_frames nodes and max_bytes allocated; a stack
+ * that does not fit ends at its deepest frame that did, so the total is
+ * never lost; emit allocates nothing, so it never fails for memory; the
+ * same frames and values, in any order, give a byte-identical file; the
+ * SVG is well-formed XML whatever the input; the test hooks are stable.
+ * Threads: not thread-safe: one caller at a time.
+ * Design: docs/design.md, section "Flame graph renderer".
  */
 #ifndef WC_SVG_H
 #define WC_SVG_H

@@ -1,45 +1,15 @@
 /*
  * wc_spool.h - the spool directory where flame graph files land.
  *
- * Owns: an open descriptor of the directory, held from open to close, and
- * an exclusive flock(2) on it, so there is one writer per directory and
- * every later operation is relative to that descriptor (*at() calls): a
- * directory renamed or replaced by a symlink after open is never followed.
- * Each wc_spool_file owns its temporary file, its descriptor, a 64 KiB
- * output buffer and, when compressing, one zlib stream (about 256 KiB);
- * commit or abort frees all of it.  Not thread-safe: one caller at a time.
- *
- * Names, in the directory:
- *   wallclock-YYYYMMDDTHHMMSSZ[-N].SUFFIX[.gz]   one file of a flush (UTC;
- *                               -1, -2... when the name is already taken)
- *   latest.SUFFIX[.gz]          a hard link to the newest of them
- *   .tmp-wallclock-PID-SEQ      a file being written
- *   .tmp-latest-PID-SEQ         the next latest link, for an instant
- * SUFFIX is 1..32 of [a-z0-9_-].  Nothing else in the directory is ever
- * opened, renamed or removed.
- *
- * Invariants:
- *   - A final name only ever holds a complete file: it is written under a
- *     temporary name (O_CREAT|O_EXCL|O_NOFOLLOW, so a planted symlink fails
- *     the create instead of being followed), fsync'ed, and renamed without
- *     replacing anything (RENAME_NOREPLACE, or link+unlink where the file
- *     system lacks it); then the directory is fsync'ed.  Temporary files
- *     left by a crash are removed by the next wc_spool_open().
- *   - latest.* is replaced by rename, never written through: a symlink
- *     planted there is replaced, its target untouched.
- *   - Files are mode 0640 whatever the umask; the directory, if created,
- *     0750.
- *   - Retention, after every commit, counts only regular files with our
- *     final names: never latest.*, symlinks, directories or other names.
- *     It counts and removes flushes, not files: the files that share a
- *     name's time and -N (a flush's .folded and .svg) go together.  The
- *     oldest flush (by its newest file's mtime, then by the name's time
- *     and -N) goes first, by age, then by count, then by total bytes
- *     (st_size); the flush of the file just committed is never removed.  A latest.* whose file is gone (link
- *     count 1) is removed too, since it would hold bytes nobody counts.
- *   - A failing disk (full, read-only, I/O errors) logs once, then stays
- *     quiet until a file is written again, which is logged too.  Failures
- *     cost the file, never the caller: it counts them and carries on.
+ * Owns: the directory's descriptor and an exclusive flock(2) on it; each
+ * wc_spool_file its temporary file, a 64 KiB buffer and a zlib stream.
+ * Invariants: every operation is relative to that descriptor (*at());
+ * a final name only ever holds a complete file; nothing but our own
+ * names is ever opened, renamed or removed; latest.* is never written
+ * through; retention removes whole flushes, never the one just
+ * committed; a failure costs the file, never the caller.
+ * Threads: not thread-safe: one caller at a time.
+ * Design: docs/design.md, section "Spool".
  */
 #ifndef WC_SPOOL_H
 #define WC_SPOOL_H

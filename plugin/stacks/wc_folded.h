@@ -1,44 +1,15 @@
 /*
  * wc_folded.h - one flush window's stacks, folded for flame graphs.
  *
- * Owns: the window's interned strings (frame and group names), its distinct
- * stacks, and one cell per (group, kind) holding the measured total and
- * the summed weights.  All of it is bounded at creation: at most max_stacks
- * distinct stacks and max_stacks cells, and at most max_bytes for what grows
- * with the text (interned strings, their index, the stacks' frame lists).
- * On top of max_bytes: hash slots sized once from max_stacks (16 to 32
- * bytes per stack), and stack records (40 bytes) and cells (96 bytes)
- * allocated as they are used, up to max_stacks of each.  A stack that does
- * not fit is counted (dropped_full) and its weight still lands in its
- * cell's [other] line; a group that does not fit is folded into the group
- * WC_OTHER_GROUP ("other", always reserved) and counted (groups_redirected),
- * so time is never silently lost.  Not thread-safe: one caller at a time.
- *
- * The file is in the folded format (format/wc_format.h), frames made safe
- * as it says.  Stacks deeper than WC_FOLD_MAX_DEPTH keep their root-most
- * frames.
- *
- * Totals are exact.  When the metrics' total of a (group, kind) is set,
- * that cell's lines add up to exactly that many microseconds:
- *   - on-CPU: sample counts are scaled to the total; with no samples, the
- *     total goes to one GROUP;[on-cpu];[unsampled] line.
- *   - off-CPU: weights are nanoseconds.  If they add up to more than the
- *     total (a wait that began in an earlier window), they are scaled down
- *     to it (counted in scaled_down); if less, each stack gets its own
- *     microseconds and the difference (the waits too short to have a stack
- *     walked) goes to one GROUP;MARKER;[waits below threshold] line.
- * Without a total, off-CPU weights are converted from ns to us and on-CPU
- * weights are taken as microseconds already.  Integer values are shared
- * out by the largest-remainder method, so they add up exactly and a small
- * stack only shows 0 when its share truly rounds to 0.
- *
- * The file keeps the top_n stacks by value; the rest of each cell is summed
- * into one GROUP;MARKER;[other] line.  Lines with value 0 are not written.
- * So the values in a file add up to the totals set, plus the unscaled
- * weights of cells without a total.  Lines are sorted by value, largest
- * first; equal values by the line's text in byte order (a line that is a
- * prefix of another first), so the same window always gives the same file
- * whatever order its stacks were added in.
+ * Owns: the window's interned strings, its distinct stacks, and one cell
+ * per (group, kind) with its measured total and summed weights.
+ * Invariants: bounded at creation (max_stacks, max_bytes); time is never
+ * silently lost (what does not fit goes to [other] or to group "other",
+ * and is counted); a cell whose total is set sums to exactly it; the same
+ * window gives the same file whatever order its stacks were added in;
+ * frames are made safe as format/wc_format.h says.
+ * Threads: not thread-safe: one caller at a time.
+ * Design: docs/design.md, section "Folded format".
  */
 #ifndef WC_FOLDED_H
 #define WC_FOLDED_H

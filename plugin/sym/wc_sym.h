@@ -1,45 +1,15 @@
 /*
  * wc_sym.h - turning user and kernel addresses into function names.
  *
- * Owns: the kernel's symbol table (/proc/kallsyms, sorted once); a table
- * of processes (each a snapshot of its executable mappings, and its JIT
- * perf map if it has one); a cache of mapped files ("modules", keyed by
- * device and inode, with their load segments); and the symbol tables of
- * ELF images, shared by build-id between modules, so every process of one
- * binary, in any container, uses one table.  All of it lives until
- * wc_sym_free().
- *
- * Bounds, all counted in the stats when hit: at most max_procs processes
- * (a new one replaces the one idle longest, or is refused while all were
- * used this cycle); at most max_modules symbol tables, evicted least
- * recently used (a process whose table was evicted answers with
- * "module+0xoffset" until its next note reads it again); max_bytes for
- * everything, kernel table included, of which one table may take half (a
- * bigger .symtab falls back to .dynsym), the processes' own data
- * (mappings, perf maps) half, and the kernel half.
- *
- * Lifetime of a process: wc_sym_proc_note() snapshots it and loads the
- * tables its addresses need, so it still resolves after it exits.  A
- * known process's /proc/PID/maps is re-read (tens of microseconds, and
- * rebuilt only if the executable mappings changed) every 16 cycles, every
- * cycle if it has anonymous executable memory (a JIT), and at once when a
- * lookup finds nothing (a library loaded, code compiled, a new image
- * after an exec: at most once per cycle).  wc_sym_proc_exited() keeps a
- * process until the end of the cycle; one neither noted nor looked up for
- * WC_SYM_IDLE_CYCLES whole cycles is forgotten.  A pid reused within a
- * cycle without an exit notice resolves as the old process until the
- * cycle ends.
- *
- * A process's maps and files are read by the helper process (wc_sym_src,
- * wc_sym_fetch), as the process sees them (/proc/PID/map_files, then PATH
- * inside /proc/PID/root); debug files are found by build-id or
- * .gnu_debuglink, checked by build-id or CRC, on the host (debug_root)
- * and in the process's root.  No network (no debuginfod), no mmap of
- * files (a truncated file must not SIGBUS us).  Kernel symbols are read
- * here, again when /proc/modules changes, or on misses at most once a
- * minute.
- *
- * Not thread-safe: one caller (the consumer thread) at a time.
+ * Owns: the kernel's symbol table, a table of processes (mappings, perf
+ * maps), a cache of mapped files, and ELF symbol tables shared by
+ * build-id; all of it until wc_sym_free().
+ * Invariants: at most max_procs processes, max_modules tables and
+ * max_bytes in all, each bound counted when hit; a noted process still
+ * resolves after it exits; processes' maps and files are read only by
+ * the helper; no network, no mmap of files.
+ * Threads: not thread-safe: one caller (the consumer thread) at a time.
+ * Design: docs/design.md, section "Symbolizer".
  */
 #ifndef WC_SYM_H
 #define WC_SYM_H

@@ -401,6 +401,14 @@ static const char *base_name(const char *path, size_t len, size_t *outlen)
 	return b;
 }
 
+/* Read an evicted module's table again through pid's mapping m. */
+static void reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
+		   const struct wc_proc_map *m)
+{
+	if (mod->evicted && !mod->table && mod->dev != VDSO_DEV)
+		read_file(c, mod, pid, m);
+}
+
 struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 			   const struct wc_proc_map *m,
 			   const struct wc_fetch_file *f)
@@ -422,7 +430,7 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 		mod->refs++;
 		mod->last_cycle = c->cycle;
 		if (mod->evicted)
-			wc_mod_reload(c, mod, pid, m);
+			reload(c, mod, pid, m);
 		else
 			hit(c, mod);
 		return mod;
@@ -436,13 +444,6 @@ struct wc_mod *wc_mod_file(struct wc_mod_cache *c, pid_t pid,
 	mod->refs = 1;
 	read_file(c, mod, pid, m);
 	return mod;
-}
-
-void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
-		   const struct wc_proc_map *m)
-{
-	if (mod->evicted && !mod->table && mod->dev != VDSO_DEV)
-		read_file(c, mod, pid, m);
 }
 
 /* The vdso module of exactly this image: a process may write to its own

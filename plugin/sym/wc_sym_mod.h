@@ -17,7 +17,8 @@
  * WC_MOD_IDLE_CYCLES cycles.  Tables are bounded by count (max_tables) and
  * bytes (max_bytes, shared with whatever the caller holds) and evicted
  * least recently used; a module whose table was evicted is marked so and
- * answers with name+offset until wc_mod_reload() reads it again.  A table
+ * answers with name+offset until the next process that maps it reads it
+ * again.  A table
  * holds at most max_bytes / 2: a .symtab over that falls back to .dynsym.
  * Not thread-safe.
  */
@@ -77,9 +78,6 @@ void wc_mod_unref(struct wc_mod_cache *c, struct wc_mod *mod);
 uint64_t wc_mod_evictions(const struct wc_mod_cache *c);
 /* The module has a table to read again (evicted, or not read yet). */
 bool wc_mod_evicted(const struct wc_mod *mod);
-/* Read an evicted module's table again through pid's mapping m. */
-void wc_mod_reload(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
-		   const struct wc_proc_map *m);
 
 /* The function covering file offset off, or NULL.  Marks the table used. */
 const char *wc_mod_lookup(struct wc_mod_cache *c, struct wc_mod *mod,

@@ -97,9 +97,7 @@ static uint64_t wall_of(const struct wc_group_view *g)
 }
 
 /* How the next engines walk the threads (the tests of the walk set it). */
-static bool iterator_only;
-static unsigned int walk_recs;
-static bool walk_fault;
+static struct wc_walk_opts walk;
 
 static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 {
@@ -108,12 +106,9 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 
 	wc_config_init(cfg);
 	cfg->kthreads = kthreads;
-	cfg->iterator_only = iterator_only;
-	cfg->walk_recs = walk_recs;
-	cfg->walk_fault = walk_fault;
 	cfg->sample_hz = 99;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s/spool", bin_dir);
-	if (wc_engine_open(cfg, &e, err, sizeof(err))) {
+	if (wc_engine_open_walk(cfg, &walk, &e, err, sizeof(err))) {
 		printf("  engine: %s\n", err);
 		return NULL;
 	}
@@ -364,12 +359,12 @@ static void test_walk_refills(void)
 	if (!kernel_walks)
 		SKIP("this kernel has no open-coded task iterator (6.7+): "
 		     "nothing to refill");
-	walk_recs = 36;
+	walk.recs = 36;
 	if (!profile_life("wce_refill", "39", 43, &o, &g)) {
-		walk_recs = 0;
+		walk.recs = 0;
 		return;
 	}
-	walk_recs = 0;
+	walk.recs = 0;
 	CHECK(o.self.walk.refills > 0 && o.self.walk.failures == 0);
 	check_life_totals(g, r);
 	CHECK(g->threads == 0);
@@ -439,7 +434,7 @@ static void test_most_switches_are_quick(void)
 static void test_iterator_only(void)
 {
 	NEED_ROOT();
-	check_iterator_life("wce_iter", &iterator_only);
+	check_iterator_life("wce_iter", &walk.iterator_only);
 }
 
 /* A kernel that will not load the walk: the plugin starts anyway, on the
@@ -447,7 +442,7 @@ static void test_iterator_only(void)
 static void test_walk_load_fallback(void)
 {
 	NEED_ROOT();
-	check_iterator_life("wce_nowalk", &walk_fault);
+	check_iterator_life("wce_nowalk", &walk.refused);
 }
 
 /* Threads that live a couple of milliseconds each: only their final
