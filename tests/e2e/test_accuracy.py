@@ -63,13 +63,9 @@ with Env("accuracy") as env:
         can end well before its start + SECONDS as this side saw it)."""
         rows = ss.rows[pids[group]]
         most = max(r[3] for r in rows)
-        alive = [r for r in rows if r[3] == most]
-        last = alive[0]
-        for r in rows[rows.index(alive[0]):]:
-            if r[3] < most:
-                break
-            last = r
-        return last[0]
+        first = next(i for i, r in enumerate(rows) if r[3] == most)
+        return next((rows[i - 1][0] for i in range(first + 1, len(rows))
+                     if rows[i][3] < most), rows[-1][0])
 
     worst = {}
     read_rows = cd.csv("", "duration", "read")

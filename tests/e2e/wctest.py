@@ -380,26 +380,35 @@ class SchedSampler:
         self._stop.set()
         self._thread.join()
 
+    def _around(self, pid, t):
+        """The samples either side of t, or None outside what was
+        sampled."""
+        rows = self.rows[pid]
+        for a, b in zip(rows, rows[1:]):
+            if a[0] <= t <= b[0]:
+                return a, b
+        return None
+
     def at(self, pid, t):
         """(on_ns, runq_ns) linearly interpolated at time t, or None when t
         is outside what was sampled."""
-        rows = self.rows[pid]
-        for (ta, oa, ra, _), (tb, ob, rb, _) in zip(rows, rows[1:]):
-            if ta <= t <= tb:
-                f = (t - ta) / (tb - ta) if tb > ta else 0.0
-                return oa + f * (ob - oa), ra + f * (rb - ra)
-        return None
+        around = self._around(pid, t)
+        if not around:
+            return None
+        (ta, oa, ra, _), (tb, ob, rb, _) = around
+        f = (t - ta) / (tb - ta) if tb > ta else 0.0
+        return oa + f * (ob - oa), ra + f * (rb - ra)
 
     def bracket(self, pid, t):
         """((on_lo, on_hi), (runq_lo, runq_hi)) in ns: the samples either
         side of t, between which the truth at t lies whatever the
         workload did between them (a sleeper runs in bursts, so the
         straight line of at() can miss a burst on either side), or None."""
-        rows = self.rows[pid]
-        for (ta, oa, ra, _), (tb, ob, rb, _) in zip(rows, rows[1:]):
-            if ta <= t <= tb:
-                return (oa, ob), (ra, rb)
-        return None
+        around = self._around(pid, t)
+        if not around:
+            return None
+        (_, oa, ra, _), (_, ob, rb, _) = around
+        return (oa, ob), (ra, rb)
 
 
 class Env:
