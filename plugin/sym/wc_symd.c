@@ -16,19 +16,24 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sym/wc_sym_priv.h"
 #include "sym/wc_sym_wire.h"
 
 #define SOCK_FD 3
+/* The parent's watcher only waits. */
+#define WATCHER_STACK (64 * 1024)
 
 static struct wc_fetch_ctx ctx = {.proc_root = "/proc",
 				  .debug_root = "/usr/lib/debug"};
@@ -215,16 +220,40 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 	return write_full(out->p, out->len);
 }
 
+/* Ends the whole helper when the parent process ends, even in the middle
+ * of a read that never returns (a hung FUSE file: exit's kill of the
+ * other threads ends it).  PR_SET_PDEATHSIG would follow the thread that
+ * started us, and collectd ends its idle read threads while another still
+ * uses us. */
+static void *watch_parent(void *arg)
+{
+	struct pollfd pf = {(int)(intptr_t)arg, POLLIN, 0};
+
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
 /* Die with the parent, and keep to what this process needs. */
 static int setup(pid_t parent)
 {
+	pthread_attr_t at;
+	pthread_t th;
+	int pidfd, rc;
+
 	signal(SIGPIPE, SIG_IGN);
-	/* the death signal after the drop: changing credentials clears it;
-	 * and the parent checked after, in case it went meanwhile */
-	if (wc_sym_priv_drop() || prctl(PR_SET_PDEATHSIG, SIGKILL) ||
-	    getppid() != parent)
+	/* the parent checked after the open, in case it went before: the
+	 * confinement refuses pidfd_open, and the watcher starts after it,
+	 * confined as well */
+	pidfd = (int)syscall(SYS_pidfd_open, parent, 0);
+	if (pidfd < 0 || getppid() != parent || wc_sym_priv_drop())
 		return -1;
-	return 0;
+	if (pthread_attr_init(&at))
+		return -1;
+	rc = pthread_attr_setstacksize(&at, WATCHER_STACK) ||
+	     pthread_create(&th, &at, watch_parent, (void *)(intptr_t)pidfd);
+	pthread_attr_destroy(&at);
+	return rc ? -1 : 0;
 }
 
 /* --check: confine this process as a helper, then try what a helper must

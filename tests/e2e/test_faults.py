@@ -88,9 +88,21 @@ def helper_wchan(parent):
     return ""
 
 
-def stop_while_stuck():
+def ended(pid):
+    """Gone, or a zombie its new parent has not reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def stop_while_stuck(killed=False):
+    """collectd stopped (or killed: nothing of it runs to clean up) while
+    its helper is blocked on a hung FUSE file."""
+    label = "killed while stuck" if killed else "stuck"
     with Env("faults-fuse") as env:
-        fs = fuse_server(env.root, ["/bin/true"], "stop while stuck")
+        fs = fuse_server(env.root, ["/bin/true"], label)
         if not fs:
             return
         mnt = fs.mountpoint
@@ -110,13 +122,31 @@ def stop_while_stuck():
         waiting = wait_until(lambda: "fuse" in helper_wchan(cd.pid) or
                              "request_wait" in helper_wchan(cd.pid), 20,
                              0.02)
-        print(f"# stuck: the helper waits in {helper_wchan(cd.pid)!r}")
-        case("stuck: the helper is blocked on the hung file when collectd "
-             "is stopped", waiting, helper_wchan(cd.pid))
-        took, rc = stop(cd)
-        check_stopped(cd, "stuck", took, rc)
+        print(f"# {label}: the helper waits in {helper_wchan(cd.pid)!r}")
+        case(f"{label}: the helper is blocked on the hung file when "
+             "collectd is stopped", waiting, helper_wchan(cd.pid))
+        if killed:
+            # a read that FUSE has handed to its server waits for the
+            # answer whatever the signal: the helper ends when the server
+            # lets go (its end here), not later, not never
+            helpers = helper_pids(cd.pid)
+            cd.kill()
+            time.sleep(0.5)
+            fs.stop()
+            gone = wait_until(lambda: all(ended(p) for p in helpers), 5,
+                              0.05)
+            case(f"{label}: the helper ends with collectd once the hung "
+                 "file's server lets go", helpers and gone, str(helpers))
+        else:
+            took, rc = stop(cd)
+            check_stopped(cd, label, took, rc)
         stuck.kill()
         fs.stop()
+
+
+
+def kill_while_stuck():
+    stop_while_stuck(killed=True)
 
 
 def drain_while_stuck():
@@ -188,7 +218,8 @@ def stop_at_random():
 
 require_built()
 ONLY = os.environ.get("CHECK_ONLY")
-for test in (stop_while_stuck, drain_while_stuck, stop_at_random):
+for test in (stop_while_stuck, kill_while_stuck, drain_while_stuck,
+             stop_at_random):
     if not ONLY or ONLY == test.__name__:
         test()
 left = leaked_bpf()

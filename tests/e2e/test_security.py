@@ -184,15 +184,21 @@ def check_helper_confined(cd):
     pids = helper_pids(cd.pid)
     case("helper: collectd runs the symbolizer's helper", len(pids) == 1,
          str(pids))
-    if pids:
-        st = status_fields(pids[0])
+    # every thread: its watcher of collectd too
+    tids = sorted(os.listdir(f"/proc/{pids[0]}/task")) if pids else []
+    for i, tid in enumerate(tids):
+        st = status_fields(f"{pids[0]}/task/{tid}")
         eff, prm = int(st["CapEff"], 16), int(st["CapPrm"], 16)
-        print(f"# helper: CapEff {eff:#x} CapPrm {prm:#x} NoNewPrivs "
-              f"{st.get('NoNewPrivs')}")
-        case("helper: it keeps only the capabilities that reading takes, "
-             "and can gain none", eff == prm == CAPS_KEPT and
-             st.get("NoNewPrivs") == "1", str(st))
-        case("helper: it opens files as nobody (fsuid), not root",
+        print(f"# helper thread {tid}: CapEff {eff:#x} CapPrm {prm:#x} "
+              f"NoNewPrivs {st.get('NoNewPrivs')} Seccomp "
+              f"{st.get('Seccomp')}")
+        case(f"helper thread {i + 1} of {len(tids)}: it keeps only the "
+             "capabilities that reading takes, can gain none, and is under "
+             "its seccomp filter", eff == prm == CAPS_KEPT and
+             st.get("NoNewPrivs") == "1" and st.get("Seccomp") == "2",
+             str(st))
+        case(f"helper thread {i + 1} of {len(tids)}: it opens files as "
+             "nobody (fsuid), not root",
              st.get("Uid", "").split()[3:4] == [str(NOBODY)] and
              st.get("Uid", "").split()[0] == "0", st.get("Uid"))
     # root's directory: a root helper could write there, this one cannot;

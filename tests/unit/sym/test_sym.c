@@ -29,6 +29,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -37,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1382,6 +1385,115 @@ static const char *real_helper(void)
 						     : NULL;
 }
 
+static void *note_and_end(void *arg)
+{
+	struct wc_sym *s = arg;
+
+	return (void *)(intptr_t)wc_sym_proc_note(s, getppid());
+}
+
+/* collectd ends its idle read threads at shutdown while another still
+ * flushes: the helper a read thread started serves on after that thread. */
+static void test_helper_outlives_its_thread(void)
+{
+	struct wc_sym_opts o = {.deadline_ms = 5000, .helper = real_helper()};
+	struct wc_sym_stats st;
+	struct wc_sym *s;
+	pthread_t th;
+	void *rc = (void *)1;
+
+	if (!o.helper)
+		SKIP("no wallclock-symd here (run from the build tree, or "
+		     "set WC_SYM_HELPER)");
+	s = wc_sym_new(&o, NULL, 0);
+	CHECK(s && pthread_create(&th, NULL, note_and_end, s) == 0 &&
+	      pthread_join(th, &rc) == 0 && rc == NULL);
+	usleep(100 * 1000); /* a death signal takes a moment to land */
+	last_log[0] = '\0';
+	CHECK(s && wc_sym_proc_note(s, getpid()) == 0);
+	CHECK(last_log[0] == '\0');
+	if (last_log[0])
+		printf("# log: %s\n", last_log);
+	wc_sym_stats(s, &st);
+	CHECK(st.helper_starts == 1 && st.helper_crashes == 0);
+	wc_sym_free(s);
+}
+
+/* pid's state letter in /proc, or '?' */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return '?';
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/* The middle process: starts the helper as its child, says its pid, and
+ * waits to be killed. */
+static void run_middle(const char *helper, int sock, int out)
+{
+	char parent[24], wire[16];
+	pid_t h = fork();
+
+	if (h == 0) {
+		snprintf(parent, sizeof(parent), "%d", (int)getppid());
+		snprintf(wire, sizeof(wire), "%d", WC_WIRE_VERSION);
+		if (dup2(sock, 3) == 3)
+			execl(helper, helper, "--parent", parent, "--wire",
+			      wire, (char *)NULL);
+		_exit(127);
+	}
+	if (write(out, &h, sizeof(h)) != sizeof(h))
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+/* The helper ends with its parent process even while its socket stays
+ * open elsewhere (here, in this test): nothing of collectd outlives it. */
+static void test_helper_ends_with_parent(void)
+{
+	const char *helper = real_helper();
+	int sv[2], p[2], st = -1, i;
+	pid_t mid, h = -1;
+
+	if (!helper)
+		SKIP("no wallclock-symd here (run from the build tree, or "
+		     "set WC_SYM_HELPER)");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) ||
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pipe(p)) {
+		CHECK(!"subreaper, socket and pipe");
+		return;
+	}
+	mid = fork();
+	if (mid == 0)
+		run_middle(helper, sv[1], p[1]);
+	CHECK(mid > 0 && read(p[0], &h, sizeof(h)) == sizeof(h) && h > 0);
+	usleep(300 * 1000); /* past its setup: it serves */
+	CHECK(h > 0 && proc_state(h) != 'Z' && proc_state(h) != '?');
+	kill(mid, SIGKILL);
+	waitpid(mid, NULL, 0);
+	/* now this process's child: ended within two seconds, of itself */
+	for (i = 0; i < 200 && h > 0 && waitpid(h, &st, WNOHANG) == 0; i++)
+		usleep(10 * 1000);
+	CHECK(i < 200);
+	if (i == 200) {
+		kill(h, SIGKILL);
+		waitpid(h, NULL, 0);
+	}
+	close(sv[0]);
+	close(sv[1]);
+	close(p[0]);
+	close(p[1]);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
 /* A file not read for want of time (the caller's budget spent, or the
  * helper stopped) is read when next needed, not left without names. */
 static void test_unread_retried(void)
@@ -2275,6 +2387,8 @@ int main(void)
 	RUN(test_helper_stall);
 	RUN(test_helper_death);
 	RUN(test_unread_retried);
+	RUN(test_helper_outlives_its_thread);
+	RUN(test_helper_ends_with_parent);
 	RUN(test_exited_process);
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
