@@ -129,14 +129,14 @@ static int wc_config_cb(oconfig_item_t *ci)
 	return 0;
 }
 
-static void submit(const char *group, const char *type, const char *tinst,
-		   value_t value)
+static void submit_at(cdtime_t when, const char *group, const char *type,
+		      const char *tinst, value_t value)
 {
 	value_list_t vl = VALUE_LIST_INIT;
 
 	vl.values = &value;
 	vl.values_len = 1;
-	vl.time = ctx.read_time;
+	vl.time = when;
 	sstrncpy(vl.plugin, PLUGIN, sizeof(vl.plugin));
 	sstrncpy(vl.plugin_instance, group, sizeof(vl.plugin_instance));
 	sstrncpy(vl.type, type, sizeof(vl.type));
@@ -144,31 +144,42 @@ static void submit(const char *group, const char *type, const char *tinst,
 	plugin_dispatch_values(&vl);
 }
 
-static void submit_us(const char *group, const char *tinst, uint64_t ns)
+static void submit(const char *group, const char *type, const char *tinst,
+		   value_t value)
 {
-	submit(group, "wallclock_us", tinst,
-	       (value_t){.derive = (derive_t)(ns / 1000)});
+	submit_at(ctx.read_time, group, type, tinst, value);
+}
+
+static void submit_us(cdtime_t when, const char *group, const char *tinst,
+		      uint64_t ns)
+{
+	submit_at(when, group, "wallclock_us", tinst,
+		  (value_t){.derive = (derive_t)(ns / 1000)});
 }
 
 /* Cumulative nanoseconds become cumulative microseconds: the remainder is
  * carried in the next read's total, never lost.  Off-CPU is everything
- * that is not the thread's own run time, so on + off is wall time. */
+ * that is not the thread's own run time, so on + off is wall time.  Stamped
+ * when the group's threads were read, which on a busy host can be a good
+ * part of a second from the middle of the whole read. */
 static void submit_group(void *arg, const struct wc_group_view *g)
 {
 	uint64_t off = g->time_ns[WC_T_RUNQ] + g->time_ns[WC_T_SLEEP] +
 		       g->time_ns[WC_T_BLOCKED] + g->time_ns[WC_T_STEAL];
+	cdtime_t t = g->read_at_ns ? NS_TO_CDTIME_T(g->read_at_ns)
+				   : ctx.read_time;
 
 	(void)arg;
-	submit_us(g->name, "oncpu", g->time_ns[WC_T_ONCPU]);
-	submit_us(g->name, "offcpu", off);
-	submit_us(g->name, "runqueue", g->time_ns[WC_T_RUNQ]);
-	submit_us(g->name, "sleep", g->time_ns[WC_T_SLEEP]);
-	submit_us(g->name, "blocked", g->time_ns[WC_T_BLOCKED]);
-	submit_us(g->name, "steal", g->time_ns[WC_T_STEAL]);
-	submit(g->name, "wallclock_samples", "",
-	       (value_t){.derive = (derive_t)g->samples});
-	submit(g->name, "wallclock_threads", "",
-	       (value_t){.gauge = (gauge_t)g->threads});
+	submit_us(t, g->name, "oncpu", g->time_ns[WC_T_ONCPU]);
+	submit_us(t, g->name, "offcpu", off);
+	submit_us(t, g->name, "runqueue", g->time_ns[WC_T_RUNQ]);
+	submit_us(t, g->name, "sleep", g->time_ns[WC_T_SLEEP]);
+	submit_us(t, g->name, "blocked", g->time_ns[WC_T_BLOCKED]);
+	submit_us(t, g->name, "steal", g->time_ns[WC_T_STEAL]);
+	submit_at(t, g->name, "wallclock_samples", "",
+		  (value_t){.derive = (derive_t)g->samples});
+	submit_at(t, g->name, "wallclock_threads", "",
+		  (value_t){.gauge = (gauge_t)g->threads});
 }
 
 static void submit_derive(const char *tinst, uint64_t v)

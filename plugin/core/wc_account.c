@@ -46,6 +46,7 @@ struct proc {
 	uint32_t refs; /* live threads pointing here */
 	uint32_t group;
 	uint32_t threads_seen;
+	uint64_t read_at_ns; /* its first live thread's stamp this read */
 	uint8_t state;
 	bool kthread;
 	bool dead; /* no thread left: freed at the next begin */
@@ -67,6 +68,8 @@ struct group {
 	uint64_t serial; /* which life of the slot: counters restart per life */
 	uint64_t score;	 /* busy time a read, see SCORE_SHIFT */
 	uint32_t held_reads;
+	uint64_t read_lo, read_hi; /* its processes' stamps, this read (hi 0:
+				      none) */
 };
 
 /* A slab of fixed-size entries with a free list; entries are scanned only
@@ -93,6 +96,7 @@ struct waiting {
 struct wc_account {
 	const struct wc_selector *sel;
 	uint32_t gen;
+	uint64_t stamp; /* see wc_account_stamp */
 	struct thread *threads;
 	struct slab tslab;
 	struct wc_idmap thread_ids;
@@ -208,6 +212,7 @@ void wc_account_begin(struct wc_account *a)
 	uint32_t i;
 
 	a->gen++;
+	a->stamp = 0;
 	for (i = 0; i < a->pslab.hi; i++)
 		if (a->procs[i].key && a->procs[i].dead && !a->procs[i].refs)
 			free_proc(a, &a->procs[i]);
@@ -217,7 +222,13 @@ void wc_account_begin(struct wc_account *a)
 		g->threads = 0;
 		g->d_samples = 0;
 		memset(g->d_ns, 0, sizeof(g->d_ns));
+		g->read_hi = 0; /* none yet: read_lo is then unset */
 	}
+}
+
+void wc_account_stamp(struct wc_account *a, uint64_t at_ns)
+{
+	a->stamp = at_ns;
 }
 
 /* PIDs are below 2^22 (PID_MAX_LIMIT); the start time tells reuses apart. */
@@ -369,6 +380,8 @@ static void record(struct wc_account *a, const struct wc_task_rec *r, bool late)
 		}
 	}
 	add_delta(a, p, r, t);
+	if (!exited && !p->read_at_ns)
+		p->read_at_ns = a->stamp;
 	/* a late record counts in the next read, whose begin must not free
 	 * its process */
 	p->dead = false;
@@ -644,7 +657,13 @@ static void fold_proc(struct wc_account *a, struct proc *p)
 		g->threads += p->threads_seen;
 		if (g == &a->groups[a->other] && p->threads_seen)
 			a->other_used = true;
+		if (p->read_at_ns &&
+		    (!g->read_hi || p->read_at_ns < g->read_lo))
+			g->read_lo = p->read_at_ns;
+		if (p->read_at_ns > g->read_hi)
+			g->read_hi = p->read_at_ns;
 	}
+	p->read_at_ns = 0;
 	memset(p->d_ns, 0, sizeof(p->d_ns));
 	p->d_samples = 0;
 	p->threads_seen = 0;
@@ -724,6 +743,9 @@ void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg)
 		memcpy(v.time_ns, g->cum_ns, sizeof(v.time_ns));
 		v.samples = g->cum_samples;
 		v.threads = g->threads;
+		v.read_at_ns =
+			g->read_hi ? g->read_lo + (g->read_hi - g->read_lo) / 2
+				   : 0;
 		fn(arg, &v);
 	}
 }

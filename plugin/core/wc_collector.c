@@ -17,6 +17,7 @@
 
 #include "core/wc_collector.h" /* before the skeleton: it names our types */
 #include "bpf/wallclock.skel.h"
+#include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "core/wc_walk.h"
 
@@ -36,8 +37,10 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
-	struct wc_walk *walk;	   /* NULL: the kernel has no open-coded walk */
-	bool walk_failing;	   /* logged; quiet until a walk works again */
+	struct wc_walk *walk; /* NULL: the kernel has no open-coded walk */
+	bool walk_failing;    /* logged; quiet until a walk works again */
+	bool walking;	      /* batches come from walk, not the iterator */
+	uint64_t batch_at_ns; /* see wc_collector_batch_at */
 	struct wc_stack_key *keys; /* drain buffers, stack_entries each */
 	uint64_t *weights;
 	uint64_t *hashes; /* a chunk of a stack table at a time */
@@ -65,14 +68,6 @@ struct wc_collector {
 							    REC_BYTES];
 };
 
-/* CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns and task start times. */
-static __u64 mono_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
 {
 	return d[cap / 32].effective & (1u << (cap % 32));
@@ -242,7 +237,7 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->skel->rodata->sample_period_ns = 1000000000ULL / o->sample_hz;
 	c->skel->rodata->stacks_enabled = o->stacks;
 	c->skel->rodata->min_block_ns = (__u64)o->min_block_us * 1000;
-	c->skel->rodata->load_mono_ns = mono_now_ns();
+	c->skel->rodata->load_mono_ns = wc_clock_ns(CLOCK_MONOTONIC);
 	rc = size_stacks(c, o);
 	if (rc)
 		return wc_err(err, errlen, "sizing the stack tables failed: %s",
@@ -512,17 +507,21 @@ static int run_iterator(struct wc_collector *c, char *err, size_t errlen)
 {
 	int fd = bpf_iter_create(bpf_link__fd(c->iter_link));
 	size_t have = 0;
+	uint64_t at, t0;
 	ssize_t n;
 
 	if (fd < 0)
 		return wc_err(err, errlen, "starting the task iterator: %s",
 			      strerror(errno));
 	for (;;) {
+		at = wc_clock_ns(CLOCK_REALTIME);
+		t0 = wc_clock_ns(CLOCK_MONOTONIC);
 		n = read(fd, c->iter_buf + have, ITER_BUF_BYTES);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
+		c->batch_at_ns = at + (wc_clock_ns(CLOCK_MONOTONIC) - t0) / 2;
 		have += (size_t)n;
 		deliver(c, &have);
 	}
@@ -538,6 +537,7 @@ static int consume_exits(struct wc_collector *c)
 	int rc;
 
 	c->ring_drained = 0;
+	c->batch_at_ns = 0; /* final records: no live thread read */
 	rc = ring_buffer__consume(c->exit_ring);
 	if (c->ring_drained > c->ring_peak)
 		c->ring_peak = c->ring_drained;
@@ -548,12 +548,17 @@ static int consume_exits(struct wc_collector *c)
  * else (a first read, an older kernel, a failed walk) the iterator. */
 static int walk(struct wc_collector *c, char *err, size_t errlen)
 {
+	int rc;
+
 	if (!c->walk)
 		return run_iterator(c, err, errlen);
 	wc_walk_begin(c->walk);
 	if (!wc_walk_planned(c->walk))
 		return run_iterator(c, err, errlen);
-	if (wc_walk_run(c->walk, c->fn, c->arg) == 0) {
+	c->walking = true;
+	rc = wc_walk_run(c->walk, c->fn, c->arg);
+	c->walking = false;
+	if (rc == 0) {
 		c->walk_failing = false;
 		return 0;
 	}
@@ -584,6 +589,11 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	c->fn = NULL;
 	c->arg = NULL;
 	return rc;
+}
+
+uint64_t wc_collector_batch_at(const struct wc_collector *c)
+{
+	return c->walking ? wc_walk_batch_at(c->walk) : c->batch_at_ns;
 }
 
 int wc_collector_drain_exits(struct wc_collector *c, wc_rec_fn fn, void *arg,
@@ -764,7 +774,7 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash)
 
 void wc_collector_new_window(struct wc_collector *c)
 {
-	c->skel->bss->window_start_ns = mono_now_ns();
+	c->skel->bss->window_start_ns = wc_clock_ns(CLOCK_MONOTONIC);
 }
 
 void wc_collector_counters(const struct wc_collector *c,

@@ -9,6 +9,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "util/wc_clock.h"
 #include "core/wc_walk.h"
 
 #define PID_SPAN (1u << 22) /* PID_MAX_LIMIT on 64-bit: no tgid above */
@@ -34,16 +35,9 @@ struct wc_walk {
 	uint32_t nbounds; /* 0: no plan */
 	wc_walk_fn fn;	  /* valid during a walk */
 	void *arg;
+	uint64_t batch_at_ns; /* see wc_walk_batch_at */
 	struct wc_walk_stats stats;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The records a run wrote, in batches, where the program wrote them. */
 static void hand_over(struct wc_walk *w, uint32_t n)
@@ -130,18 +124,20 @@ void wc_walk_begin(struct wc_walk *w)
 static int run(struct wc_walk *w, struct range r, struct range *stop)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
-	uint64_t t0, t1;
+	uint64_t t0, t1, at;
 
 	w->args->lo = r.lo;
 	w->args->hi = r.hi;
 	w->args->resume_tid = r.resume;
 	w->args->count = 0;
 	w->stats.runs++;
-	t0 = mono_ns();
+	at = wc_clock_ns(CLOCK_REALTIME);
+	t0 = wc_clock_ns(CLOCK_MONOTONIC);
 	if (bpf_prog_test_run_opts(w->prog_fd, &o))
 		return -1;
-	t1 = mono_ns();
+	t1 = wc_clock_ns(CLOCK_MONOTONIC);
 	w->stats.run_ns += t1 - t0;
+	w->batch_at_ns = at + (t1 - t0) / 2;
 	if (o.retval) {
 		errno = ENOTSUP;
 		return -1;
@@ -151,7 +147,7 @@ static int run(struct wc_walk *w, struct range r, struct range *stop)
 		return -1;
 	}
 	hand_over(w, w->args->count);
-	w->stats.hand_ns += mono_ns() - t1;
+	w->stats.hand_ns += wc_clock_ns(CLOCK_MONOTONIC) - t1;
 	stop->lo = w->args->stop_tgid;
 	stop->resume = w->args->stop_tid;
 	return 0;
@@ -201,6 +197,11 @@ int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg)
 	if (rc)
 		w->stats.failures++;
 	return rc;
+}
+
+uint64_t wc_walk_batch_at(const struct wc_walk *w)
+{
+	return w->batch_at_ns;
 }
 
 void wc_walk_stats(const struct wc_walk *w, struct wc_walk_stats *out)

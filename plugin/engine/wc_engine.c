@@ -11,6 +11,7 @@
 
 #include "engine/wc_engine.h"
 #include "engine/wc_caps.h"
+#include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "core/wc_select.h"
 
@@ -76,14 +77,6 @@ struct deferred {
 	uint64_t w;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* Mark a stack named as in use, if it is held already (one new since
  * comes with the stack table's next drain). */
 static void keep_stack(struct wc_engine *e, uint64_t hash)
@@ -97,6 +90,7 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 	struct wc_engine *e = arg;
 	size_t i;
 
+	wc_account_stamp(e->account, wc_collector_batch_at(e->collector));
 	/* the threads' entries are scattered: ask for them all first */
 	for (i = 0; i < n; i++)
 		wc_account_prefetch(e->account, &recs[i]);
@@ -198,7 +192,7 @@ static void on_weights(void *arg, const struct wc_stack_key *k,
 
 static int drain(struct wc_engine *e, char *err, size_t errlen)
 {
-	uint64_t start = mono_ns();
+	uint64_t start = wc_clock_ns(CLOCK_MONOTONIC);
 	int rc;
 
 	wc_flush_allow(e->flush, DRAIN_SYM_MS);
@@ -210,7 +204,7 @@ static int drain(struct wc_engine *e, char *err, size_t errlen)
 						    err, errlen);
 	if (rc == 0 && e->walked && start >= e->let_go_ns + LET_GO_NS)
 		wc_stacks_reap(e->stacks);
-	e->drain_ns += mono_ns() - start;
+	e->drain_ns += wc_clock_ns(CLOCK_MONOTONIC) - start;
 	return rc;
 }
 
@@ -296,17 +290,10 @@ static void place_deferred(struct wc_engine *e)
 	e->ndeferred = 0;
 }
 
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int read_locked(struct wc_engine *e, char *err, size_t errlen)
 {
-	uint64_t start = mono_ns(), at = real_ns();
+	uint64_t start = wc_clock_ns(CLOCK_MONOTONIC),
+		 at = wc_clock_ns(CLOCK_REALTIME);
 	int rc;
 
 	wc_account_begin(e->account);
@@ -314,7 +301,7 @@ static int read_locked(struct wc_engine *e, char *err, size_t errlen)
 	/* the kernel's counters were read between the two: on a busy host
 	 * the read thread may wait tens of milliseconds for a CPU before or
 	 * during the walk, which a stamp taken before it would not see */
-	e->read_at_ns = at + (real_ns() - at) / 2;
+	e->read_at_ns = at + (wc_clock_ns(CLOCK_REALTIME) - at) / 2;
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group; the values are not sent
@@ -327,7 +314,7 @@ static int read_locked(struct wc_engine *e, char *err, size_t errlen)
 	if (rc == 0 && start > e->let_go_ns)
 		e->walked = true;
 	report_limits(e, start);
-	e->read_ns = mono_ns() - start;
+	e->read_ns = wc_clock_ns(CLOCK_MONOTONIC) - start;
 	return rc;
 }
 
@@ -380,7 +367,7 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 	rc = wc_flush_write(e->flush, e->stacks, when);
 	pthread_mutex_lock(&e->lock);
 	wc_stacks_next_window(e->stacks, let_go, e);
-	e->let_go_ns = mono_ns();
+	e->let_go_ns = wc_clock_ns(CLOCK_MONOTONIC);
 	e->walked = false;
 	pthread_mutex_unlock(&e->lock);
 	give_back_memory();
@@ -513,7 +500,7 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 	 * baseline: not part of the first window */
 	if (e->stacks)
 		wc_stacks_next_window(e->stacks, let_go, e);
-	e->let_go_ns = mono_ns();
+	e->let_go_ns = wc_clock_ns(CLOCK_MONOTONIC);
 	wc_collector_new_window(e->collector);
 	*out = e;
 	return 0;

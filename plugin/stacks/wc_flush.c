@@ -7,6 +7,7 @@
 
 #include "stacks/wc_flush.h"
 #include "stacks/wc_folded.h"
+#include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "stacks/wc_memo.h"
 #include "spool/wc_spool.h"
@@ -552,20 +553,12 @@ static int to_file_and_svg(void *ctx, const char *buf, size_t len)
 	return wc_spool_write(feed->file, buf, len);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 {
 	struct add_ctx c = {f, st};
 	struct wc_fold_stats fs;
 	struct wc_spool_file *file;
-	uint64_t start = mono_ns();
+	uint64_t start = wc_clock_ns(CLOCK_MONOTONIC);
 	int rc = -1;
 
 	if (!f->spool)
@@ -596,7 +589,7 @@ int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 	 * threshold has grown, and the RSS would ratchet up with churn. */
 	malloc_trim(0);
 	f->stats.flushes++;
-	f->stats.flush_ns = mono_ns() - start;
+	f->stats.flush_ns = wc_clock_ns(CLOCK_MONOTONIC) - start;
 	return rc;
 }
 

@@ -176,9 +176,18 @@ with Env("accuracy") as env:
             # or three standard deviations of a count that size, if more:
             # ticks land on threads sharing a CPU by chance
             tol = max(0.10, 3 / (want + 1) ** 0.5)
+            late = counter_window(cd.csv("", "derive", "samples_late"),
+                                  t0, t1)
+            k0, k1 = ss.at(pids[group], t0), ss.at(pids[group], t1)
+            print(f"# {group}: {smp and smp[0]:.0f} samples for "
+                  f"{on / 1e6:.3f} s on-CPU (schedstat "
+                  f"{k0 and k1 and (k1[0] - k0[0]) / 1e9:.3f} s) at {HZ} Hz; "
+                  f"{late and late[0]:.0f} ticks credited late host-wide",
+                  flush=True)
             case(f"samples ~ on-CPU seconds x frequency (within "
                  f"{tol:.0%})", smp and near(smp[0], want, tol),
-                 f"{smp and smp[0]} samples, want {want:.0f}")
+                 f"{smp and smp[0]} samples, want {want:.0f} (host-wide, "
+                 f"{late and late[0]:.0f} ticks credited late)")
         if group == "wcw_sleep":
             # of the time its threads neither ran nor waited for a CPU
             # (which a starved host makes long after each wake-up)

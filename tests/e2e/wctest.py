@@ -343,6 +343,8 @@ class SchedSampler:
     timestamps on the same clock as collectd's (time.time()), so the
     kernel's numbers can be read at any instant collectd dispatched."""
 
+    TRIES = 4
+
     def __init__(self, pids, period=0.02):
         self.pids = list(pids)
         self.period = period
@@ -363,16 +365,21 @@ class SchedSampler:
         fastest = {pid: 1.0 for pid in self.pids}
         while not self._stop.is_set():
             for pid in self.pids:
-                t0 = time.time()
-                on, runq, n = task_schedstat(pid)
-                t1 = time.time()
                 # A read the scheduler interrupted has no single instant:
                 # kept if about as quick as the quickest of this process's
-                # (2 ms here, ten times that in an emulated VM).
-                fastest[pid] = min(fastest[pid], t1 - t0)
-                if n and t1 - t0 < max(0.002, 2 * fastest[pid]):
-                    self.rows[pid].append(((t0 + t1) / 2, on, runq, n))
-                elif n:
+                # (2 ms here, ten times that in an emulated VM), and tried
+                # again at once if not (an emulated CPU whose host thread
+                # waits for a busy host interrupts many).
+                for _ in range(self.TRIES):
+                    t0 = time.time()
+                    on, runq, n = task_schedstat(pid)
+                    t1 = time.time()
+                    fastest[pid] = min(fastest[pid], t1 - t0)
+                    if not n:
+                        break
+                    if t1 - t0 < max(0.002, 2 * fastest[pid]):
+                        self.rows[pid].append(((t0 + t1) / 2, on, runq, n))
+                        break
                     self.rejected[pid] += 1
             time.sleep(self.period)
 

@@ -140,6 +140,7 @@ struct view {
 	uint64_t time_ns[WC_NSLOTS];
 	uint64_t samples;
 	uint32_t threads;
+	uint64_t read_at_ns;
 };
 
 static struct view views[64];
@@ -156,6 +157,7 @@ static void collect(void *arg, const struct wc_group_view *g)
 	memcpy(v->time_ns, g->time_ns, sizeof(v->time_ns));
 	v->samples = g->samples;
 	v->threads = g->threads;
+	v->read_at_ns = g->read_at_ns;
 	nviews++;
 }
 
@@ -238,6 +240,55 @@ static void test_deltas_add_up(void)
 	}
 	CHECK(stats(&f).threads == 2 && stats(&f).processes == 1);
 	CHECK(stats(&f).groups == 1 && stats(&f).regressions == 0);
+	fix_free(&f);
+}
+
+/* A group's values carry when its processes' threads were read (the
+ * middle of their stamps); one that only ended this read carries none. */
+static void test_read_stamps(void)
+{
+	const struct wc_task_rec r[] = {
+		solo(10, "alpha", 2, 0), solo(12, "beta", 2, 0),
+		solo(11, "alpha", 2, 0), solo(13, "gamma", 2, WC_REC_EXITED)};
+	const uint64_t at[] = {1000, 1000, 3000, 0};
+	const struct wc_task_rec first[] = {solo(12, "beta", 1, 0),
+					    solo(13, "gamma", 1, 0)};
+	const struct view *v;
+	struct fix f;
+	size_t i;
+
+	if (!fix_new(&f, 1024, 50))
+		return;
+	READ(&f, solo(10, "alpha", 1, 0), solo(11, "alpha", 1, 0));
+	v = group(&f, "alpha");
+	CHECK(v && v->read_at_ns == 0); /* never stamped */
+	/* groups made in the read that stamps them */
+	wc_account_begin(f.a);
+	for (i = 0; i < NVALS(first); i++) {
+		wc_account_stamp(f.a, 500 + 200 * i);
+		wc_account_record(f.a, &first[i]);
+	}
+	wc_account_end(f.a);
+	v = group(&f, "beta");
+	CHECK(v && v->read_at_ns == 500);
+	v = group(&f, "gamma");
+	CHECK(v && v->read_at_ns == 700);
+	wc_account_begin(f.a);
+	for (i = 0; i < NVALS(r); i++) {
+		wc_account_stamp(f.a, at[i]);
+		wc_account_record(f.a, &r[i]);
+	}
+	wc_account_end(f.a);
+	v = group(&f, "alpha");
+	CHECK(v && v->read_at_ns == 2000);
+	v = group(&f, "beta");
+	CHECK(v && v->read_at_ns == 1000);
+	v = group(&f, "gamma");
+	CHECK(v && v->read_at_ns == 0);
+	/* the next read starts over */
+	READ(&f, solo(12, "beta", 3, 0));
+	v = group(&f, "beta");
+	CHECK(v && v->read_at_ns == 0);
 	fix_free(&f);
 }
 
@@ -783,6 +834,7 @@ int main(void)
 	RUN(test_churn);
 	RUN(test_max_groups);
 	RUN(test_busy_takes_slot);
+	RUN(test_read_stamps);
 	RUN(test_explicit_selections);
 	RUN(test_explicit_selections_drop);
 	RUN(test_explicit_dispatched_idle);
