@@ -221,10 +221,10 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 }
 
 /* Ends the whole helper when the parent process ends, even in the middle
- * of a read that never returns (a hung FUSE file: exit's kill of the
- * other threads ends it).  PR_SET_PDEATHSIG would follow the thread that
- * started us, and collectd ends its idle read threads while another still
- * uses us. */
+ * of a long read (exit kills the other threads; a read that FUSE has
+ * handed to its server ends only when the server answers or goes).
+ * PR_SET_PDEATHSIG would follow the thread that started us, and collectd
+ * ends its idle read threads while another still uses us. */
 static void *watch_parent(void *arg)
 {
 	struct pollfd pf = {(int)(intptr_t)arg, POLLIN, 0};
