@@ -93,7 +93,7 @@ struct {
 /* Per CPU: the cpu-clock event's count at the last sample, and whom that
  * sample found running (a thread id, 0 for idle or unprofiled). */
 struct last_sample {
-	__u64 count;
+	__u64 period; /* of the cpu-clock count, at the last sample; 0: none */
 	__u64 id;
 	__u64 exec_ns; /* that thread's run time then */
 };

@@ -8,15 +8,19 @@
 #define WC_SAMPLE_BPF_H
 
 /*
- * How many sample periods this sample stands for.  A timer that fires late
- * (a vCPU the hypervisor descheduled, interrupts held off) skips the ticks
- * it missed; the cpu-clock count says how much time really passed.  When
- * the same thread was running at the previous sample on this CPU too, the
- * missed ticks are credited to it, instead of the profile of a busy VM
- * quietly thinning out, but no more than its own run time since covers:
- * the clock also ran while the hypervisor had the vCPU (steal), or while
- * other threads ran between.  Otherwise (idle between, or another thread)
- * the sample counts once: nobody is credited with time it may not have had.
+ * How many sample periods this sample stands for: the periods of the
+ * cpu-clock count that began since the last sample on this CPU.  A timer
+ * that fires late (a vCPU the hypervisor descheduled, interrupts held
+ * off) skips the ticks it missed, and the count says how many.  A timer
+ * is never early, so a period is counted when it begins, not when the
+ * time since the last sample rounds to it: a tick that came half a period
+ * late is one tick, not two.  When the same thread was running at the
+ * previous sample on this CPU too, the missed ticks are credited to it,
+ * instead of the profile of a busy VM quietly thinning out, but no more
+ * than its own run time since covers: the clock also ran while the
+ * hypervisor had the vCPU (steal), or while other threads ran between.
+ * Otherwise (idle between, or another thread) the sample counts once at
+ * most: nobody is credited with time it may not have had.
  */
 static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id,
 				   __u64 exec_ns)
@@ -25,22 +29,29 @@ static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id,
 	struct bpf_perf_event_value v;
 	__u32 zero = 0;
 	struct last_sample *last = bpf_map_lookup_elem(&sample_clock, &zero);
-	__u64 n = 1, ran;
+	__u64 n = 1, period, ran;
 
 	if (!last || bpf_perf_prog_read_value(ctx, &v, sizeof(v)))
 		return 1;
-	if (id && last->id == id && last->count && v.counter > last->count) {
-		n = (v.counter - last->count + half) / sample_period_ns;
-		ran = exec_ns > last->exec_ns ? exec_ns - last->exec_ns : 0;
-		ran = (ran + half) / sample_period_ns;
-		if (n > ran)
-			n = ran;
+	period = v.counter / sample_period_ns;
+	/* the first sample here, or a count that went back or far ahead (a
+	 * perf event restarted): one tick */
+	if (last->period && period >= last->period &&
+	    period - last->period <= 1000) {
+		n = period - last->period;
+		if (n > 1 && id && last->id == id) {
+			ran = exec_ns > last->exec_ns ? exec_ns - last->exec_ns
+						      : 0;
+			ran = (ran + half) / sample_period_ns;
+			if (n > ran)
+				n = ran > 1 ? ran : 1;
+		} else if (n > 1) {
+			n = 1;
+		}
 	}
-	last->count = v.counter;
+	last->period = period ? period : 1;
 	last->id = id;
 	last->exec_ns = exec_ns;
-	if (n < 1 || n > 1000)
-		n = 1;
 	return n;
 }
 

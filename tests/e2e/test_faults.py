@@ -185,9 +185,13 @@ def drain_while_stuck():
               f"{dropped:.0f} final records dropped")
         case("drain while stuck: the helper stalled (its 2 s deadline "
              "passed)", stalled, f"{stalls():.0f} stalls")
-        case("drain while stuck: no final record dropped meanwhile, at "
-             "5,000 exits a second or more",
-             stalled and dropped == 0 and exits >= 5000 * (t1 - t0),
+        # enough to fill the default exit ring (512 KiB a CPU, about 8.5
+        # records a KiB) within the 2 s stall, were the drain held up too
+        need = 8.5 * 512 * os.cpu_count() / 2
+        case(f"drain while stuck: no final record dropped meanwhile, at "
+             f"{need:,.0f} exits a second or more (what fills the exit "
+             "ring within the stall)",
+             stalled and dropped == 0 and exits >= need * (t1 - t0),
              f"{dropped:.0f} dropped, {exits / (t1 - t0):.0f} exits/s")
         stuck.kill()
         took, rc = stop(cd)
