@@ -34,6 +34,18 @@ with Env("spanning") as env:
     oncpu = cd.csv("wcw_span", "wallclock_us", "oncpu")
     offcpu = cd.csv("wcw_span", "wallclock_us", "offcpu")
     threads = cd.csv("wcw_span", "wallclock_threads")
+    slots = {k: cd.csv("wcw_span", "wallclock_us", k)
+             for k in ("oncpu", "runqueue", "sleep", "blocked", "steal")}
+
+    def where(t0, t1):
+        """Every slot's growth between the reads at t0 and t1: where time
+        that is not sleep went, if a case fails."""
+        out = []
+        for k, rows in slots.items():
+            a, b = row_at(rows, t0), row_at(rows, t1)
+            if a and b:
+                out.append(f"{k} {b[1] - a[1]:.0f}")
+        return ", ".join(out) + " us"
     inside = [(a, b) for a, b in zip(sleep, sleep[1:])
               if a[0] > w.started + 0.2 and b[0] < end - 0.2]
     case("enough intervals inside the sleep", len(inside) >= SECONDS - 3,
@@ -47,7 +59,8 @@ with Env("spanning") as env:
              f"within 5% of {THREADS} x {t1 - t0:.3f} s",
              near(v1 - v0, want, TOL) and th and th[1] == THREADS,
              f"sleep {v1 - v0:.0f} us, want {want:.0f} us "
-             f"({pct(v1 - v0, want):+.2f}%), threads {th}")
+             f"({pct(v1 - v0, want):+.2f}%), threads {th}; "
+             f"{where(t0, t1)}")
     print(f"# worst error: {worst:.2f}%")
 
     lumps = []
@@ -61,5 +74,6 @@ with Env("spanning") as env:
     total, want = sleep[-1][1], THREADS * SECONDS * 1e6
     case("the whole sleep is charged once (total within 5% of "
          f"{THREADS} x {SECONDS} s)", near(total, want, TOL),
-         f"total sleep {total:.0f} us ({pct(total, want):+.2f}%)")
+         f"total sleep {total:.0f} us ({pct(total, want):+.2f}%); "
+         f"over the whole run: {where(sleep[0][0], sleep[-1][0])}")
 done()
