@@ -55,6 +55,33 @@ static __always_inline __u64 ticks(struct bpf_perf_event_data *ctx, __u64 id,
 	return n;
 }
 
+/*
+ * Whether this tick fell due before the running thread came on the CPU.
+ * A timer interrupt held up (an emulated CPU whose host was busy, a long
+ * stretch with interrupts off) is delivered to whoever runs when it
+ * finally comes, so the ticks due in other threads' short runs would all
+ * land on the long runners.  The timer is not moved on until this program
+ * returns: its expiry is when the tick fell due (monotonic clock).  The
+ * cpu-clock count has just been brought up to date from the clock the
+ * scheduler stamps arrivals with, so the two spans compare.
+ */
+static __always_inline bool due_before_arrival(struct bpf_perf_event_data *ctx,
+					       struct task_struct *task)
+{
+	struct bpf_perf_event_data_kern *k = (void *)ctx;
+	__u64 arrived = task->sched_info.last_arrival, clock_now;
+	struct perf_event *ev = NULL;
+	__s64 due, late;
+
+	if (bpf_probe_read_kernel(&ev, sizeof(ev), &k->event) || !ev ||
+	    bpf_core_read(&due, sizeof(due), &ev->hw.hrtimer.node.expires) ||
+	    bpf_core_read(&clock_now, sizeof(clock_now), &ev->hw.prev_count))
+		return false;
+	late = (__s64)bpf_ktime_get_ns() - due;
+	return late > 0 && clock_now >= arrived &&
+	       clock_now - arrived < (__u64)late;
+}
+
 static __always_inline void sample_stacks(struct bpf_perf_event_data *ctx,
 					  struct task_struct *task,
 					  struct wc_task *t)

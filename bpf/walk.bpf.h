@@ -339,6 +339,9 @@ static __noinline bool thread_rec(struct task_struct *task,
 		return false;
 	t->walked_ns = sum_slots(r->time_ns);
 	fill_identity(r, task);
+	/* its counters are as of now, give or take a tick: a walk the
+	 * host stalls in the middle must not date them all alike */
+	r->read_ns = bpf_ktime_get_ns();
 	return true;
 }
 

@@ -106,6 +106,10 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 		count(WC_CNT_SAMPLES_LOST);
 		return 0;
 	}
+	if (n && due_before_arrival(ctx, task)) {
+		count_n(WC_CNT_SAMPLES_MISPLACED, n);
+		n = 0;
+	}
 	t->samples += n;
 	if (stacks_enabled)
 		sample_stacks(ctx, task, t);

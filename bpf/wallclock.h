@@ -59,6 +59,7 @@ struct wc_task_rec {
 	__u64 samples;	     /* on-CPU samples taken while this thread ran */
 	__u64 parked_ustack; /* stack hash a wait under way will name */
 	__u64 owed_kstack;   /* stack hash an owed wait will name */
+	__u64 read_ns; /* CLOCK_MONOTONIC when read; 0 in a final record */
 	__u32 tid;
 	__u32 tgid;
 	__u32 flags;
@@ -117,6 +118,9 @@ enum wc_counter {
 				  * not stored again */
 	WC_CNT_EXITS_DROPPED_NS,   /* their threads' time since the last walk
 				 * read them: the time they took along */
+	WC_CNT_SAMPLES_MISPLACED,  /* ticks delivered after the thread they
+				   * fell due in had left the CPU: credited
+				   * to none */
 	WC_CNT_NR,
 };
 

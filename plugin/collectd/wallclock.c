@@ -246,6 +246,7 @@ static void submit_self(void)
 	wc_engine_self(ctx.engine, &s);
 	submit_derive("samples", s.bpf.v[WC_CNT_SAMPLES]);
 	submit_derive("samples_late", s.bpf.v[WC_CNT_SAMPLES_LATE]);
+	submit_derive("samples_misplaced", s.bpf.v[WC_CNT_SAMPLES_MISPLACED]);
 	submit_derive("idle_samples", s.bpf.v[WC_CNT_IDLE_SAMPLES]);
 	submit_derive("samples_lost", s.bpf.v[WC_CNT_SAMPLES_LOST]);
 	submit_derive("storage_failed", s.bpf.v[WC_CNT_STORAGE_FAILED]);

@@ -96,7 +96,7 @@ struct waiting {
 struct wc_account {
 	const struct wc_selector *sel;
 	uint32_t gen;
-	uint64_t stamp; /* see wc_account_stamp */
+	int64_t realtime_off; /* see wc_account_clock */
 	struct thread *threads;
 	struct slab tslab;
 	struct wc_idmap thread_ids;
@@ -212,7 +212,6 @@ void wc_account_begin(struct wc_account *a)
 	uint32_t i;
 
 	a->gen++;
-	a->stamp = 0;
 	for (i = 0; i < a->pslab.hi; i++)
 		if (a->procs[i].key && a->procs[i].dead && !a->procs[i].refs)
 			free_proc(a, &a->procs[i]);
@@ -226,9 +225,9 @@ void wc_account_begin(struct wc_account *a)
 	}
 }
 
-void wc_account_stamp(struct wc_account *a, uint64_t at_ns)
+void wc_account_clock(struct wc_account *a, int64_t realtime_off_ns)
 {
-	a->stamp = at_ns;
+	a->realtime_off = realtime_off_ns;
 }
 
 /* PIDs are below 2^22 (PID_MAX_LIMIT); the start time tells reuses apart. */
@@ -380,8 +379,8 @@ static void record(struct wc_account *a, const struct wc_task_rec *r, bool late)
 		}
 	}
 	add_delta(a, p, r, t);
-	if (!exited && !p->read_at_ns)
-		p->read_at_ns = a->stamp;
+	if (r->read_ns && !p->read_at_ns)
+		p->read_at_ns = r->read_ns + (uint64_t)a->realtime_off;
 	/* a late record counts in the next read, whose begin must not free
 	 * its process */
 	p->dead = false;

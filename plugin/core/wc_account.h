@@ -62,10 +62,10 @@ void wc_account_on_proc_gone(struct wc_account *a, wc_proc_gone_fn fn,
 			     void *arg);
 
 void wc_account_begin(struct wc_account *a);
-/* When the records that follow were read (CLOCK_REALTIME ns, 0: unknown):
- * a group's values are stamped with its processes' reads, so that a walk
- * that a busy CPU stretched does not misdate them. */
-void wc_account_stamp(struct wc_account *a, uint64_t at_ns);
+/* CLOCK_REALTIME less CLOCK_MONOTONIC now: a group's values are stamped
+ * with when the kernel read its threads (wc_task_rec.read_ns), so that a
+ * walk that a busy CPU stretched does not misdate them. */
+void wc_account_clock(struct wc_account *a, int64_t realtime_off_ns);
 void wc_account_record(struct wc_account *a, const struct wc_task_rec *r);
 /* A final record taken between reads (the exit ring is drained more often
  * than reads come, so that it does not fill): counted in the next read,

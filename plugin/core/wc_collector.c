@@ -37,10 +37,8 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
-	struct wc_walk *walk; /* NULL: the kernel has no open-coded walk */
-	bool walk_failing;    /* logged; quiet until a walk works again */
-	bool walking;	      /* batches come from walk, not the iterator */
-	uint64_t batch_at_ns; /* see wc_collector_batch_at */
+	struct wc_walk *walk;	   /* NULL: the kernel has no open-coded walk */
+	bool walk_failing;	   /* logged; quiet until a walk works again */
 	struct wc_stack_key *keys; /* drain buffers, stack_entries each */
 	uint64_t *weights;
 	uint64_t *hashes; /* a chunk of a stack table at a time */
@@ -507,21 +505,17 @@ static int run_iterator(struct wc_collector *c, char *err, size_t errlen)
 {
 	int fd = bpf_iter_create(bpf_link__fd(c->iter_link));
 	size_t have = 0;
-	uint64_t at, t0;
 	ssize_t n;
 
 	if (fd < 0)
 		return wc_err(err, errlen, "starting the task iterator: %s",
 			      strerror(errno));
 	for (;;) {
-		at = wc_clock_ns(CLOCK_REALTIME);
-		t0 = wc_clock_ns(CLOCK_MONOTONIC);
 		n = read(fd, c->iter_buf + have, ITER_BUF_BYTES);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		c->batch_at_ns = at + (wc_clock_ns(CLOCK_MONOTONIC) - t0) / 2;
 		have += (size_t)n;
 		deliver(c, &have);
 	}
@@ -537,7 +531,6 @@ static int consume_exits(struct wc_collector *c)
 	int rc;
 
 	c->ring_drained = 0;
-	c->batch_at_ns = 0; /* final records: no live thread read */
 	rc = ring_buffer__consume(c->exit_ring);
 	if (c->ring_drained > c->ring_peak)
 		c->ring_peak = c->ring_drained;
@@ -555,9 +548,7 @@ static int walk(struct wc_collector *c, char *err, size_t errlen)
 	wc_walk_begin(c->walk);
 	if (!wc_walk_planned(c->walk))
 		return run_iterator(c, err, errlen);
-	c->walking = true;
 	rc = wc_walk_run(c->walk, c->fn, c->arg);
-	c->walking = false;
 	if (rc == 0) {
 		c->walk_failing = false;
 		return 0;
@@ -589,11 +580,6 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	c->fn = NULL;
 	c->arg = NULL;
 	return rc;
-}
-
-uint64_t wc_collector_batch_at(const struct wc_collector *c)
-{
-	return c->walking ? wc_walk_batch_at(c->walk) : c->batch_at_ns;
 }
 
 int wc_collector_drain_exits(struct wc_collector *c, wc_rec_fn fn, void *arg,

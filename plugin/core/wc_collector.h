@@ -53,9 +53,6 @@ int wc_collector_open(const struct wc_collector_opts *opts,
 typedef wc_walk_fn wc_rec_fn;
 int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 		      char *err, size_t errlen);
-/* When the batch fn is being given was read (CLOCK_REALTIME ns, the
- * middle of the kernel call that wrote it); 0 for final records. */
-uint64_t wc_collector_batch_at(const struct wc_collector *c);
 /* Only the exit ring's final records, between polls, so that the ring
  * never has to hold a whole interval's exits. */
 int wc_collector_drain_exits(struct wc_collector *c, wc_rec_fn fn, void *arg,

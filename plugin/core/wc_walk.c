@@ -35,7 +35,6 @@ struct wc_walk {
 	uint32_t nbounds; /* 0: no plan */
 	wc_walk_fn fn;	  /* valid during a walk */
 	void *arg;
-	uint64_t batch_at_ns; /* see wc_walk_batch_at */
 	struct wc_walk_stats stats;
 };
 
@@ -124,20 +123,18 @@ void wc_walk_begin(struct wc_walk *w)
 static int run(struct wc_walk *w, struct range r, struct range *stop)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o);
-	uint64_t t0, t1, at;
+	uint64_t t0, t1;
 
 	w->args->lo = r.lo;
 	w->args->hi = r.hi;
 	w->args->resume_tid = r.resume;
 	w->args->count = 0;
 	w->stats.runs++;
-	at = wc_clock_ns(CLOCK_REALTIME);
 	t0 = wc_clock_ns(CLOCK_MONOTONIC);
 	if (bpf_prog_test_run_opts(w->prog_fd, &o))
 		return -1;
 	t1 = wc_clock_ns(CLOCK_MONOTONIC);
 	w->stats.run_ns += t1 - t0;
-	w->batch_at_ns = at + (t1 - t0) / 2;
 	if (o.retval) {
 		errno = ENOTSUP;
 		return -1;
@@ -197,11 +194,6 @@ int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg)
 	if (rc)
 		w->stats.failures++;
 	return rc;
-}
-
-uint64_t wc_walk_batch_at(const struct wc_walk *w)
-{
-	return w->batch_at_ns;
 }
 
 void wc_walk_stats(const struct wc_walk *w, struct wc_walk_stats *out)

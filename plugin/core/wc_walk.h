@@ -62,10 +62,6 @@ void wc_walk_begin(struct wc_walk *w);
  * and the caller walks again some other way. */
 int wc_walk_run(struct wc_walk *w, wc_walk_fn fn, void *arg);
 
-/* When the batch fn is given was read: the middle of the run that wrote
- * it (CLOCK_REALTIME ns). */
-uint64_t wc_walk_batch_at(const struct wc_walk *w);
-
 void wc_walk_stats(const struct wc_walk *w, struct wc_walk_stats *out);
 void wc_walk_free(struct wc_walk *w);
 

@@ -90,7 +90,6 @@ static void on_records(void *arg, const struct wc_task_rec *recs, size_t n)
 	struct wc_engine *e = arg;
 	size_t i;
 
-	wc_account_stamp(e->account, wc_collector_batch_at(e->collector));
 	/* the threads' entries are scattered: ask for them all first */
 	for (i = 0; i < n; i++)
 		wc_account_prefetch(e->account, &recs[i]);
@@ -297,6 +296,7 @@ static int read_locked(struct wc_engine *e, char *err, size_t errlen)
 	int rc;
 
 	wc_account_begin(e->account);
+	wc_account_clock(e->account, (int64_t)(at - start));
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
 	/* the kernel's counters were read between the two: on a busy host
 	 * the read thread may wait tens of milliseconds for a CPU before or

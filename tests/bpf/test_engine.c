@@ -787,6 +787,64 @@ static void test_close_unloads_everything(void)
 	CHECK(our_programs(before) == before);
 }
 
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Every group with threads is dated within the read that read them, by
+ * the iterator (the first read) and by the walk after it. */
+static void check_stamps(bool iterator_only)
+{
+	static struct group_set s;
+	struct wc_config cfg;
+	struct wc_engine *e;
+	uint64_t before, after;
+	char err[512];
+	int i, k, live, bad;
+
+	walk.iterator_only = iterator_only;
+	e = open_engine(&cfg, false);
+	walk.iterator_only = false;
+	CHECK(e != NULL);
+	if (!e)
+		return;
+	for (i = 0; i < 3; i++) {
+		before = real_ns();
+		CHECK(wc_engine_read(e, err, sizeof(err)) == 0);
+		after = real_ns();
+		groups_of(e, &s);
+		live = bad = 0;
+		for (k = 0; k < s.n; k++) {
+			if (!s.g[k].threads)
+				continue;
+			live++;
+			if (s.g[k].read_at_ns < before ||
+			    s.g[k].read_at_ns > after) {
+				printf("  read %d: %s dated %" PRIu64
+				       " ns, read in [%" PRIu64 ", %" PRIu64
+				       "]\n",
+				       i, s.g[k].name, s.g[k].read_at_ns,
+				       before, after);
+				bad++;
+			}
+		}
+		CHECK(live > 0 && bad == 0);
+	}
+	wc_engine_close(e);
+	wc_config_free(&cfg);
+}
+
+static void test_groups_stamped(void)
+{
+	NEED_ROOT();
+	check_stamps(false);
+	check_stamps(true);
+}
+
 /* Without stacks the same three programs run, and no wait of a sleeper
  * costs a stack walk: none recorded, none parked and wasted. */
 static void test_no_stacks_no_walks(void)
@@ -848,6 +906,7 @@ int main(int argc, char **argv)
 	}
 	RUN(test_close_unloads_everything);
 	RUN(test_no_stacks_no_walks);
+	RUN(test_groups_stamped);
 	RUN(test_lifetime_matches_kernel);
 	RUN(test_walk_refills);
 	RUN(test_iterator_only);

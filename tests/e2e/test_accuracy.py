@@ -180,11 +180,13 @@ with Env("accuracy") as env:
                                   t0, t1)
             k0, k1 = ss.at(pids[group], t0), ss.at(pids[group], t1)
             ticks = [counter_window(cd.csv("", "derive", k), t0, t1)
-                     for k in ("samples", "idle_samples")]
+                     for k in ("samples", "idle_samples",
+                               "samples_misplaced")]
             print(f"# {group}: {smp and smp[0]:.0f} samples for "
                   f"{on / 1e6:.3f} s on-CPU (schedstat "
                   f"{k0 and k1 and (k1[0] - k0[0]) / 1e9:.3f} s) at {HZ} Hz; "
-                  f"{late and late[0]:.0f} ticks credited late host-wide; "
+                  f"{late and late[0]:.0f} ticks credited late host-wide, "
+                  f"{ticks[2] and ticks[2][0]:.0f} misplaced; "
                   f"all ticks {sum(x[0] for x in ticks if x):.0f} in "
                   f"{t1 - t0:.3f} s x {os.cpu_count()} CPUs", flush=True)
             case(f"samples ~ on-CPU seconds x frequency (within "

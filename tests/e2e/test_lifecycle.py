@@ -18,7 +18,8 @@ ROUNDS = 3
 
 # The README's table of self metrics, as type-instance.
 SELF_METRICS = [
-    "derive-samples", "derive-samples_late", "derive-idle_samples",
+    "derive-samples", "derive-samples_late", "derive-samples_misplaced",
+    "derive-idle_samples",
     "derive-samples_lost", "derive-storage_failed", "derive-exits",
     "derive-exits_dropped", "derive-exits_dropped_us",
     "derive-threads_lost", "derive-threads_untracked",

@@ -243,46 +243,48 @@ static void test_deltas_add_up(void)
 	fix_free(&f);
 }
 
+/* A record stamped with when the kernel read it (monotonic). */
+static struct wc_task_rec stamped(uint32_t id, const char *comm, uint64_t base,
+				  uint64_t read_ns)
+{
+	struct wc_task_rec r = solo(id, comm, base, 0);
+
+	r.read_ns = read_ns;
+	return r;
+}
+
 /* A group's values carry when its processes' threads were read (the
- * middle of their stamps); one that only ended this read carries none. */
+ * middle of their stamps, on the realtime clock); one that only ended
+ * this read carries none. */
 static void test_read_stamps(void)
 {
-	const struct wc_task_rec r[] = {
-		solo(10, "alpha", 2, 0), solo(12, "beta", 2, 0),
-		solo(11, "alpha", 2, 0), solo(13, "gamma", 2, WC_REC_EXITED)};
-	const uint64_t at[] = {1000, 1000, 3000, 0};
-	const struct wc_task_rec first[] = {solo(12, "beta", 1, 0),
-					    solo(13, "gamma", 1, 0)};
+	const int64_t off = 1700000000000000000LL;
+	const struct wc_task_rec first[] = {stamped(12, "beta", 1, 500),
+					    stamped(13, "gamma", 1, 700)};
+	const struct wc_task_rec r[] = {stamped(10, "alpha", 2, 1000),
+					stamped(12, "beta", 2, 1000),
+					stamped(11, "alpha", 2, 3000),
+					solo(13, "gamma", 2, WC_REC_EXITED)};
 	const struct view *v;
 	struct fix f;
-	size_t i;
 
 	if (!fix_new(&f, 1024, 50))
 		return;
 	READ(&f, solo(10, "alpha", 1, 0), solo(11, "alpha", 1, 0));
 	v = group(&f, "alpha");
 	CHECK(v && v->read_at_ns == 0); /* never stamped */
+	wc_account_clock(f.a, off);
 	/* groups made in the read that stamps them */
-	wc_account_begin(f.a);
-	for (i = 0; i < NVALS(first); i++) {
-		wc_account_stamp(f.a, 500 + 200 * i);
-		wc_account_record(f.a, &first[i]);
-	}
-	wc_account_end(f.a);
+	read_recs(&f, first, NVALS(first));
 	v = group(&f, "beta");
-	CHECK(v && v->read_at_ns == 500);
+	CHECK(v && v->read_at_ns == off + 500);
 	v = group(&f, "gamma");
-	CHECK(v && v->read_at_ns == 700);
-	wc_account_begin(f.a);
-	for (i = 0; i < NVALS(r); i++) {
-		wc_account_stamp(f.a, at[i]);
-		wc_account_record(f.a, &r[i]);
-	}
-	wc_account_end(f.a);
+	CHECK(v && v->read_at_ns == off + 700);
+	read_recs(&f, r, NVALS(r));
 	v = group(&f, "alpha");
-	CHECK(v && v->read_at_ns == 2000);
+	CHECK(v && v->read_at_ns == off + 2000);
 	v = group(&f, "beta");
-	CHECK(v && v->read_at_ns == 1000);
+	CHECK(v && v->read_at_ns == off + 1000);
 	v = group(&f, "gamma");
 	CHECK(v && v->read_at_ns == 0);
 	/* the next read starts over */
