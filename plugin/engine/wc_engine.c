@@ -14,6 +14,7 @@
 #include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "core/wc_select.h"
+#include "sym/wc_sym_src.h"
 
 /* Room in the window for weights and stacks, relative to StackStorage
  * (the kernel's tables, drained every second): a window spans many reads. */
@@ -348,8 +349,8 @@ static void give_back_memory(void)
 
 /* The window's last drain, right after a read (which placed the
  * processes its weights name), then the file.  *drained: the drain's rc. */
-static int flush_window(struct wc_engine *e, time_t when, int *drained,
-			char *err, size_t errlen)
+static int flush_window(struct wc_engine *e, time_t when, unsigned sym_ms,
+			int *drained, char *err, size_t errlen)
 {
 	int rc;
 
@@ -357,7 +358,7 @@ static int flush_window(struct wc_engine *e, time_t when, int *drained,
 	*drained = drain(e, err, errlen);
 	wc_collector_new_window(e->collector);
 	wc_flush_begin(e->flush);
-	wc_flush_allow(e->flush, FLUSH_SYM_MS);
+	wc_flush_allow(e->flush, sym_ms);
 	wc_account_foreach(e->account, flush_group, e->flush);
 	pthread_mutex_unlock(&e->lock);
 	/* the long part (symbols, files) touches neither the account nor
@@ -380,7 +381,8 @@ int wc_engine_flush(struct wc_engine *e, time_t when, char *err, size_t errlen)
 
 	if (!e->stacks)
 		return wc_err(err, errlen, "stacks are off");
-	if (flush_window(e, when, &drained, err, errlen))
+	/* its user waits for the names: no budget, no share */
+	if (flush_window(e, when, WC_SYM_WHOLE, &drained, err, errlen))
 		return wc_err(err, errlen, "the file was not written");
 	/* the file holds what the earlier drains took */
 	if (drained)
@@ -397,7 +399,7 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 	if (!e->stacks || now < e->next_flush)
 		return 0;
 	/* a file not written is counted (spool_write_errors) and logged */
-	flush_window(e, now, &drained, err, errlen);
+	flush_window(e, now, FLUSH_SYM_MS, &drained, err, errlen);
 	/* on the interval's grid, so files stay evenly spaced */
 	while (e->next_flush <= now)
 		e->next_flush += e->cfg->flush_interval_s;

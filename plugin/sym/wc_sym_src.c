@@ -65,6 +65,7 @@ struct wc_sym_src {
 	size_t reply_cap;
 	uint64_t allowed_ns, spent_ns; /* the caller's budget */
 	int64_t tokens_ns;    /* the long-run share left, may go below 0 */
+	bool whole;	      /* WC_SYM_WHOLE: no share either */
 	uint64_t refilled_ns; /* when it was last topped up */
 	struct wc_sym_src_stats st;
 };
@@ -300,8 +301,10 @@ static void done_with_reply(struct wc_sym_src *s)
 
 void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms)
 {
-	s->allowed_ns = ms == WC_SYM_UNLIMITED ? UINT64_MAX
-					       : (uint64_t)ms * 1000000;
+	s->whole = ms == WC_SYM_WHOLE;
+	s->allowed_ns = ms == WC_SYM_UNLIMITED || s->whole
+				? UINT64_MAX
+				: (uint64_t)ms * 1000000;
 	s->spent_ns = 0;
 }
 
@@ -506,6 +509,8 @@ static bool may_call(struct wc_sym_src *s)
 	if (s->tokens_ns > BURST_NS)
 		s->tokens_ns = BURST_NS;
 	s->refilled_ns = now;
+	if (s->whole)
+		return true;
 	return s->tokens_ns > 0 && s->spent_ns < s->allowed_ns;
 }
 

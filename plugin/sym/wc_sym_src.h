@@ -28,6 +28,9 @@
 
 #define WC_SYM_SRC_DEADLINE_MS 2000
 #define WC_SYM_UNLIMITED UINT32_MAX
+/* No limit, and no long-run share either: for a caller whose user waits
+ * for the names (a command-line recording's end). */
+#define WC_SYM_WHOLE (UINT32_MAX - 1)
 
 struct wc_sym_src_opts {
 	const char *helper;	/* wallclock-symd's path; NULL: in-process */
@@ -68,9 +71,9 @@ int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid, uid_t euid,
 		       struct wc_file_id *id);
 
 /* From now on, calls may start while they have taken less than ms in all
- * (0: none; WC_SYM_UNLIMITED, as at the start: no limit): what the caller
- * can afford before it must go on (a drain, a flush).  A call is never
- * cut short for it. */
+ * (0: none; WC_SYM_UNLIMITED, as at the start: no limit; WC_SYM_WHOLE):
+ * what the caller can afford before it must go on (a drain, a flush).  A
+ * call is never cut short for it. */
 void wc_sym_src_allow(struct wc_sym_src *s, unsigned ms);
 /* A new cycle: a helper stopped in the last one may be started again. */
 void wc_sym_src_cycle(struct wc_sym_src *s);

@@ -1385,6 +1385,43 @@ static const char *real_helper(void)
 						     : NULL;
 }
 
+/* A helper that takes 1.5 s to come up spends more than the helpers'
+ * burst of 1 s: the next process is not read for a while, with any budget
+ * but the whole one (a command-line recording's end), which reads it at
+ * once. */
+static void test_whole_budget(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_sym_opts o = {.deadline_ms = 5000};
+	char script[PATH_MAX + 64], real[PATH_MAX];
+	struct fixture f, g;
+	struct wc_sym *s;
+	double t0;
+
+	NEED_FIXTURES();
+	if (!real_helper() || !realpath(real_helper(), real))
+		SKIP("no wallclock-symd here (run from the build tree, or "
+		     "set WC_SYM_HELPER)");
+	fmt(script, sizeof(script), "#!/bin/sh\nsleep 1.5\nexec %s \"$@\"\n",
+	    real);
+	o.helper = fake_helper("slow_helper", script);
+	if (!o.helper || !fx_start(&f, argv) || !fx_start(&g, argv)) {
+		CHECK(!"slow helper and fixtures");
+		return;
+	}
+	s = wc_sym_new(&o, NULL, 0);
+	t0 = now_ms();
+	CHECK(s && wc_sym_proc_note(s, f.pid) == 0);
+	CHECK(now_ms() - t0 >= 1400);
+	wc_sym_allow(s, WC_SYM_UNLIMITED);
+	CHECK(wc_sym_proc_note(s, g.pid) == -1);
+	wc_sym_allow(s, WC_SYM_WHOLE);
+	CHECK(wc_sym_proc_note(s, g.pid) == 0);
+	wc_sym_free(s);
+	fx_stop(&f);
+	fx_stop(&g);
+}
+
 static void *note_and_end(void *arg)
 {
 	struct wc_sym *s = arg;
@@ -2385,6 +2422,7 @@ int main(void)
 	RUN(test_debug_file_rules);
 	RUN(test_forged_build_id);
 	RUN(test_helper_stall);
+	RUN(test_whole_budget);
 	RUN(test_helper_death);
 	RUN(test_unread_retried);
 	RUN(test_helper_outlives_its_thread);
