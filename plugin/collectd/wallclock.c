@@ -29,7 +29,7 @@
 /* Seconds between drains of the kernel's stack tables. */
 #define DRAIN_EVERY 1.0
 /* 10 a second, for 0.2 ms each at 10,000 exits a second: the default
- * exit ring (8,700 records on 2 CPUs) then takes bursts of 80,000 a
+ * exit ring (8,192 records on 2 CPUs) then takes bursts of 80,000 a
  * second, which a storm slowed by a busy CPU makes when it catches up */
 #define EXITS_EVERY 0.1
 
