@@ -144,13 +144,15 @@ class Collectd:
         self.prefix = list(prefix)
 
     def start(self, wait_first_read=True):
+        # a collectd started before in this root logged it too
+        seen = self.log().count("entering read-loop")
         self.proc = subprocess.Popen(
             self.prefix + ["collectd", "-f", "-C", self.conf_path],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         _cleanups.append(self.kill)
         if wait_first_read:
-            ok = wait_until(lambda: self.log_has("entering read-loop")
-                            or self.proc.poll() is not None, 20)
+            ok = wait_until(lambda: self.log().count("entering read-loop")
+                            > seen or self.proc.poll() is not None, 20)
             if not ok or self.proc.poll() is not None:
                 raise RuntimeError("collectd did not start:\n" + self.log()
                                    + self.output())
