@@ -11,7 +11,9 @@ The script then graphs the busy part of it, and:
   `--no-sleep` leaves sleep out;
 - the values behind it (asked for with `-- PRINT:...`, the script's own
   vnames) are rates in thread-seconds per second: each state's average
-  matches the csv counters over the same steps within 5 %, the spinner
+  is what `rrdtool fetch` reads from that state's RRD file over the same
+  steps, / 1e6, within 0.5 % (whether the RRD holds the csv counters'
+  rates is test_rrd's question), the spinner
   makes on-CPU at least 0.8 (less if other work left it less than a CPU),
   the sleeper and the main thread (in pthread_join) sleep 2, the disk
   writer some blocked time, and the stack adds up to the thread count;
@@ -43,26 +45,22 @@ COLOUR = {"oncpu": (0xe8, 0x59, 0x0c), "sleep": (0x74, 0xc0, 0xfc),
 require_built()
 
 
-def as_rrd_sees(rows):
-    """The csv rows as the RRD file received them: stamped with the
-    dispatch time rounded to the second, later ones only (see test_rrd)."""
-    out = []
-    for t, v in rows:
-        tr = math.floor(t + 0.5)
-        if not out or tr > out[-1][0]:
-            out.append((tr, v))
-    return out
-
-
-def csv_rate(rows, t0, t1):
-    """Mean rate over (t0, t1] of a counter sampled at rows, constant
-    between two samples (as rrdtool takes a DERIVE)."""
-    total = 0.0
-    for (ta, va), (tb, vb) in zip(rows, rows[1:]):
-        lo, hi = max(ta, t0), min(tb, t1)
-        if hi > lo:
-            total += (vb - va) / (tb - ta) * (hi - lo)
-    return total / (t1 - t0)
+def fetch_mean(path, lo, hi):
+    """Mean of the steps in (lo, hi] of one RRD file's AVERAGE, as
+    `rrdtool fetch` reads them (a row is stamped with its step's end);
+    None if a step is unknown."""
+    r = subprocess.run(["rrdtool", "fetch", path, "AVERAGE", "-r", "1",
+                        "-s", str(int(lo)), "-e", str(int(hi))],
+                       capture_output=True, text=True, timeout=30)
+    vals = []
+    for line in r.stdout.splitlines():
+        t, sep, v = line.partition(":")
+        if sep and t.strip().isdigit() and lo < int(t) <= hi:
+            x = float(v)
+            if math.isnan(x):
+                return None
+            vals.append(x)
+    return sum(vals) / len(vals) if vals else None
 
 
 def png_info(path):
@@ -221,14 +219,17 @@ with Env("rrdgraph") as env:
             hi = vals.get("last", t1 + 1)
             print(f"# averaged over ({lo - t0:+.0f}, {hi - t1:+.0f}] s "
                   "around --start, --end")
+            rdir = os.path.join(datadir, HOST, f"wallclock-{GROUP}")
             for k in STATES:
-                want = csv_rate(as_rrd_sees(cd.csv(GROUP, "wallclock_us", k)),
-                                lo, hi) / 1e6
-                case(f"{k}: the graph's average is the csv counters' rate "
-                     "/ 1e6 within 5%",
-                     near(vals[k], want, 0.05) or abs(vals[k] - want) < 0.01,
-                     f"graph {vals[k]:.4f}, csv {want:.4f} "
-                     f"({pct(vals[k], want):+.2f}%)")
+                m = fetch_mean(os.path.join(rdir, f"wallclock_us-{k}.rrd"),
+                               lo, hi)
+                want = m / 1e6 if m is not None else float("nan")
+                case(f"{k}: the graph's average is the RRD's (rrdtool "
+                     "fetch) / 1e6 within 0.5%",
+                     m is not None and (near(vals[k], want, 0.005)
+                                        or abs(vals[k] - want) < 1e-4),
+                     f"graph {vals[k]:.4f}, fetch {want:.4f} "
+                     f"({pct(vals[k], want) if m else 0:+.2f}%)")
             case(f"on-CPU shows the spinner ({low:.2f} to 2.05 "
                  "thread-s/s; the disk writer takes some CPU too)",
                  low <= vals["oncpu"] <= 2.05, f"{vals['oncpu']:.3f}")
