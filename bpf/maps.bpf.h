@@ -66,6 +66,14 @@ struct wc_task {
 	/* the sum of time_ns as the last walk read it (0: never walked): a
 	 * final record lost to a full ring takes the rest along, counted */
 	__u64 walked_ns;
+	/* The wait under way that flushes charged to its stacks: how much
+	 * of it, up to when (CLOCK_MONOTONIC), its kernel stack, and the
+	 * thread's run time then, which names the wait (a thread that has
+	 * not run since waits still). */
+	__u64 flushed_ns;
+	__u64 flushed_to;
+	__u64 flushed_kstack;
+	__u64 flushed_exec;
 };
 _Static_assert(__builtin_offsetof(struct wc_task, places) == 2 * 64 - 8,
 	       "the walk's fields fill the entry's first two cache lines");
@@ -137,7 +145,7 @@ struct {
 	__type(value, struct wc_held_bucket);
 } held SEC(".maps");
 
-#define SCAN_WORDS 32
+#define SCAN_WORDS 64
 #define SCAN_CALLERS 4
 
 /* Per-CPU stack buffers, one per program that walks stacks: the sampler
@@ -150,17 +158,20 @@ struct scratch {
 					are spliced in */
 	__u64 words[SCAN_WORDS];     /* the top of the user stack */
 	__u64 callers[SCAN_CALLERS]; /* return addresses found in it */
+	__u64 record[2]; /* a frame record read (off the BPF stack, which
+			    the stack search's callbacks fill) */
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
 
 #define SCRATCH_SAMPLE 0
 #define SCRATCH_SWITCH 1
+#define SCRATCH_WALK 2 /* the thread walk (one at a time) */
 
 /* Executable mappings of each process, as far as caller recovery has
  * asked about them (below); least recently used processes go first. */
@@ -229,8 +240,14 @@ __u64 next_id;
 
 /* CLOCK_MONOTONIC when user space last flushed stacks (it writes this):
  * a wait that began before is only charged from here on, since the part
- * before was already shown, as an ongoing wait, in the previous file. */
+ * before was in the previous file already. */
 __u64 window_start_ns;
+
+/* Set by user space for the walk of a read that a flush follows: long
+ * waits under way are charged to their stacks, with up to wait_walks
+ * kernel stacks walked. */
+__u32 charge_waits;
+__u32 wait_walks;
 
 static __always_inline void count_n(enum wc_counter c, __u64 n)
 {
@@ -245,8 +262,5 @@ static __always_inline void count(enum wc_counter c)
 {
 	count_n(c, 1);
 }
-
-/* 0 is "no stack", 1 "stack not stored" (table full): real hashes are
- * never either. */
 
 #endif /* WC_MAPS_BPF_H */

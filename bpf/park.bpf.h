@@ -75,11 +75,21 @@ static __always_inline __u32 find_place(struct wc_task *t, __u32 key)
 	return pick & (WC_PLACES - 1);
 }
 
+/* A wait's user stack, or what stands for it: a thread of a process has
+ * one, even when it was not taken. */
+static __always_inline __u64 user_part(struct task_struct *p, __u64 uh)
+{
+	if (uh == STACK_NONE && !(p->flags & K_PF_KTHREAD))
+		return WC_STACK_UNPARKED;
+	return uh;
+}
+
 /* Record a long wait's weight, once both its stacks are known. */
 static __always_inline void add_wait_weight(struct task_struct *p, __u32 kind,
 					    __u64 uh, __u64 kh, __u64 wait_ns)
 {
-	if (uh == STACK_NONE && !(p->flags & K_PF_KTHREAD))
+	uh = user_part(p, uh);
+	if (uh == WC_STACK_UNPARKED)
 		count(WC_CNT_OFFCPU_NO_USER);
 	add_weight(p->tgid, kind, uh, kh, wait_ns);
 	count(WC_CNT_OFFCPU_STACKS);
@@ -145,22 +155,41 @@ static __always_inline void unparked_place(struct wc_task *t,
 		t->place = find_place(t, place_key(regs));
 }
 
+/* What of a wait that ends or goes on is still to be charged to its
+ * stacks: not what flushes charged already (the same wait: the thread
+ * has not run since), and nothing from before the window the plugin is
+ * filling (the previous file had it, as a wait under way). */
+static __always_inline __u64 uncharged(const struct wc_task *t, __u64 exec_ns,
+				       __u64 wait_ns, __u64 mono)
+{
+	__u64 start = window_start_ns;
+
+	if (t->flushed_ns && t->flushed_exec == exec_ns) {
+		wait_ns = wait_ns > t->flushed_ns ? wait_ns - t->flushed_ns : 0;
+		if (t->flushed_to > start)
+			start = t->flushed_to;
+	}
+	if (start && mono > start && wait_ns > mono - start)
+		wait_ns = mono - start;
+	return wait_ns;
+}
+
 /* A long wait of p that just ended: its kernel stack now, its user stack
  * from where it was parked, or owed (unexpected) or none (never seen going
- * to sleep).  A wait that began before the window the plugin is filling
- * is charged from the window's start on: the part before was in the
- * previous file already, as a wait under way. */
+ * to sleep). */
 static __always_inline void record_wait(struct task_struct *p,
 					struct wc_task *t, __u32 kind,
 					__u64 wait_ns, __u64 uh, bool owe)
 {
 	struct scratch *sc = scratch_buf(SCRATCH_SWITCH);
-	__u64 kh = STACK_NONE, start = window_start_ns;
-	__u64 mono = bpf_ktime_get_ns();
+	__u64 kh = STACK_NONE;
 	long len;
 
-	if (start && mono > start && wait_ns > mono - start)
-		wait_ns = mono - start;
+	wait_ns = uncharged(t, p->se.sum_exec_runtime, wait_ns,
+			    bpf_ktime_get_ns());
+	t->flushed_ns = 0;
+	if (!wait_ns)
+		return;
 	if (sc) {
 		len = bpf_get_task_stack(p, sc->k.ip, sizeof(sc->k.ip), 0);
 		kh = save_stack(&sc->k, len);

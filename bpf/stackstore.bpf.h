@@ -11,8 +11,8 @@
 #ifndef WC_STACKSTORE_BPF_H
 #define WC_STACKSTORE_BPF_H
 
-#define STACK_NONE 0
-#define STACK_DROPPED 1
+#define STACK_NONE WC_STACK_NONE
+#define STACK_DROPPED WC_STACK_DROPPED
 
 static __always_inline __u64 hash_stack(const struct wc_stack *s)
 {
@@ -23,7 +23,7 @@ static __always_inline __u64 hash_stack(const struct wc_stack *s)
 		h = (h ^ s->ip[i]) * 0x100000001b3ULL;
 		h ^= h >> 31;
 	}
-	return h > STACK_DROPPED ? h : h + 2;
+	return h >= WC_STACK_LABELS ? h : h + WC_STACK_LABELS;
 }
 
 /* Whether user space holds this stack already: then naming it is enough

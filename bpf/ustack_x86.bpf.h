@@ -67,13 +67,17 @@ static __always_inline struct texts *texts_of(struct task_struct *task)
 }
 
 /* Whether w is in an executable mapping of task: false if not, or not
- * known and this walk's one question was already asked. */
+ * known and this walk's one question was already asked.  The program's
+ * own text needs no question: its mm says where it is. */
 static __always_inline bool is_exec(struct texts *x, struct task_struct *task,
 				    __u64 w, bool *asked)
 {
 	struct vma_answer a = {};
+	struct mm_struct *mm = task->mm;
 	__u32 i;
 
+	if (mm && w >= mm->start_code && w < mm->end_code)
+		return true;
 	for (i = 0; i < TEXTS; i++)
 		if (w >= x->start[i] && w < x->end[i])
 			return true;
@@ -113,7 +117,51 @@ struct scan {
 	__u32 words;
 	__u32 n;
 	bool asked;
+	bool search;  /* for a frame record too (see is_record) */
+	__u32 record; /* its return address, in words from sp; 0: none */
+	__u64 fp;     /* the walk from it: the record it is at */
 };
+
+/* A return address: in user text, not the stack itself, right after a
+ * call, in executable memory. */
+static __always_inline bool is_return(struct scan *c, __u64 w)
+{
+	if (w < 0x10000 || w >= 0x800000000000ULL ||
+	    (w >= c->sp - 0x100000 && w < c->sp + 0x800000))
+		return false;
+	/* the cheap test first: asking about a mapping costs an IPI */
+	return after_call(w) && is_exec(c->texts, c->task, w, &c->asked);
+}
+
+/* A stack address above `at`, where a frame's record may be. */
+static __always_inline bool above(__u64 at, __u64 p)
+{
+	return p > at && p < at + 0x800000 && !(p & 7);
+}
+
+/*
+ * Whether word j is the caller's frame pointer in a frame record (the
+ * word after it being a return address) of code built with frame
+ * pointers, seen from a function without them (libc's pthread_cond_wait
+ * uses rbp for data, so the kernel's walk stops at the leaf).  The record
+ * it points to must be one too, or the end of the chain (a saved frame
+ * pointer of 0): a pointer into the stack beside a code address is not
+ * enough.
+ */
+static __noinline bool is_record(struct scan *c, __u64 j)
+{
+	struct scratch *sc = c->sc;
+	__u64 fp, *next = sc->record;
+
+	/* masked as the verifier sees it, not folded into the caller's i */
+	opaque(j);
+	fp = sc->words[j & (SCAN_WORDS - 1)];
+	if (!above(c->sp + j * 8, fp) ||
+	    bpf_probe_read_user(next, sizeof(sc->record), (void *)fp))
+		return false;
+	return (next[0] == 0 || above(fp, next[0])) && next[1] &&
+	       after_call(next[1]);
+}
 
 /* One word of the scan; a bpf_loop() body, so the verifier walks it once
  * rather than once per word. */
@@ -127,18 +175,45 @@ static long scan_word(__u64 i, void *data)
 	    c->n >= SCAN_CALLERS)
 		return 1;
 	w = sc->words[i & (SCAN_WORDS - 1)];
-	/* user text, not the stack itself */
-	if (w < 0x10000 || w >= 0x800000000000ULL ||
-	    (w >= c->sp - 0x100000 && w < c->sp + 0x800000))
+	if (!is_return(c, w))
 		return 0;
-	/* the cheap test first: asking about a mapping costs an IPI */
-	if (!after_call(w) || !is_exec(c->texts, c->task, w, &c->asked))
-		return 0;
+	if (c->search && i > 0 && is_record(c, i - 1)) {
+		c->record = (__u32)i;
+		return 1;
+	}
 	sc->callers[c->n & (SCAN_CALLERS - 1)] = w;
 	c->n++;
 	return 0;
 }
 
+/* One frame of a frame-pointer walk from a record into sc->walk; a
+ * bpf_loop() body. */
+static long fp_step(__u64 i, void *data)
+{
+	struct scan *c = data;
+	struct wc_stack *w = &c->sc->walk;
+	__u64 *rec = c->sc->record;
+	__u32 n = w->nr;
+
+	if (n >= WC_STACK_DEPTH ||
+	    bpf_probe_read_user(rec, sizeof(c->sc->record), (void *)c->fp) ||
+	    !rec[1])
+		return 1;
+	w->ip[n] = rec[1];
+	w->nr = n + 1;
+	if (!above(c->fp, rec[0]))
+		return 1;
+	c->fp = rec[0];
+	return 0;
+}
+
+/*
+ * Return addresses between the stack pointer and the frame pointer (the
+ * frame of the innermost function, which has none), or, where the kernel's
+ * walk found nothing past the leaf (rbp is not a frame pointer there), in
+ * the first SCAN_WORDS words, up to the first frame record: the walk then
+ * goes on from it, into sc->walk after the leaf.
+ */
 static __always_inline __u32 find_callers(struct scratch *sc,
 					  struct task_struct *task,
 					  struct pt_regs *regs)
@@ -146,15 +221,23 @@ static __always_inline __u32 find_callers(struct scratch *sc,
 	__u64 sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
 	struct scan c = {.sc = sc, .task = task, .sp = sp};
 
-	if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 4)
+	c.search = sc->walk.nr == 1;
+	if (c.search)
+		c.words = SCAN_WORDS;
+	else if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 2)
 		return 0;
-	c.words = (bp - sp) / 8;
+	else
+		c.words = (bp - sp) / 8;
 	if (bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)sp))
 		return 0;
 	c.texts = texts_of(task);
 	if (!c.texts)
 		return 0;
 	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
+	if (c.record) {
+		c.fp = sp + (__u64)(c.record - 1) * 8;
+		bpf_loop(WC_STACK_DEPTH, fp_step, &c, 0);
+	}
 	return c.n < SCAN_CALLERS ? c.n : SCAN_CALLERS;
 }
 

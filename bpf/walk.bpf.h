@@ -311,6 +311,74 @@ static __always_inline void note_ahead(__u32 pos, struct task_struct *task,
 		h->entry = entry;
 }
 
+/* The kernel stack of a thread that waits, if the flush's walks are not
+ * used up: a host of idle threads must not make a flush long. */
+static __always_inline __u64 waiting_kstack(struct task_struct *task)
+{
+	struct scratch *sc;
+	long len;
+
+	if (!wait_walks) {
+		count(WC_CNT_WAITS_UNWALKED);
+		return WC_STACK_UNWALKED;
+	}
+	wait_walks--;
+	sc = scratch_buf(SCRATCH_WALK);
+	if (!sc)
+		return STACK_NONE;
+	len = bpf_get_task_stack(task, sc->k.ip, sizeof(sc->k.ip), 0);
+	return save_stack(&sc->k, len);
+}
+
+/*
+ * A flush's walk: a wait under way for at least MinBlock is charged to
+ * its stacks now, for its part in the window, not only when it ends (it
+ * may not, for hours).  Its kernel stack is walked once (it cannot change
+ * while the thread waits) and named again at later flushes while user
+ * space holds it; its user stack is the one parked as it began.  The
+ * wait began at the last switch-out, as the switch-in will find.
+ */
+static __always_inline void charge_under_way(struct task_struct *task,
+					     struct wc_task *t)
+{
+	__u32 kind = state_of(task->__state);
+	__u64 exec_ns = task->se.sum_exec_runtime, key, start, now, mono, w, kh;
+	struct quick *q;
+	bool same;
+
+	if ((kind != WC_SLEEP && kind != WC_BLOCKED) || task->on_cpu)
+		return;
+	q = quick_of(task, &key);
+	if (q && q->key == key) {
+		start = q->dep;
+	} else {
+		/* two loads the compiler must not merge through a pointer
+		 * chosen between a map value and a task */
+		__u64 arrived = READ_ONCE(task->sched_info.last_arrival);
+
+		start = READ_ONCE(t->ckpt);
+		if (arrived > start)
+			start = arrived;
+	}
+	now = rq_clock_of(bpf_get_current_task_btf());
+	if (now < start || now - start < min_block_ns)
+		return;
+	mono = bpf_ktime_get_ns();
+	w = uncharged(t, exec_ns, now - start, mono);
+	if (!w)
+		return;
+	same = t->flushed_ns && t->flushed_exec == exec_ns;
+	kh = same ? t->flushed_kstack : STACK_NONE;
+	if (kh < WC_STACK_LABELS || !user_holds(kh))
+		kh = waiting_kstack(task);
+	add_weight(task->tgid, kind, user_part(task, t->parked_ustack), kh, w);
+	count(WC_CNT_WAITS_UNDER_WAY);
+	t->flushed_ns = (same ? t->flushed_ns : 0) + w;
+	t->flushed_to = mono;
+	t->flushed_kstack = kh;
+	t->flushed_exec = exec_ns;
+}
+
 /* The record of one live thread, brought up to now; false if there is
  * none to give (not profiled, no storage, torn, or dead already).  *entry
  * says where its storage entry is, for the next walk's warming.  A
@@ -338,6 +406,8 @@ static __noinline bool thread_rec(struct task_struct *task,
 	if (r->state == WC_DEAD)
 		return false;
 	t->walked_ns = sum_slots(r->time_ns);
+	if (charge_waits && stacks_enabled)
+		charge_under_way(task, t);
 	fill_identity(r, task);
 	/* its counters are as of now, give or take a tick: a walk the
 	 * host stalls in the middle must not date them all alike */

@@ -121,6 +121,10 @@ enum wc_counter {
 	WC_CNT_SAMPLES_MISPLACED,  /* ticks delivered after the thread they
 				   * fell due in had left the CPU: credited
 				   * to none */
+	WC_CNT_WAITS_UNDER_WAY,	   /* long waits a flush's walk charged to
+				    * their stacks before they ended */
+	WC_CNT_WAITS_UNWALKED,	   /* of those, with no kernel stack: the
+				    * flush's walks were used up */
 	WC_CNT_NR,
 };
 
@@ -153,6 +157,14 @@ struct wc_stack_short {
 	__u32 pad;
 	__u64 ip[WC_SHORT_DEPTH];
 };
+
+/* Hashes below WC_STACK_LABELS are not stacks but stand for a missing one,
+ * which the folded files name. */
+#define WC_STACK_NONE 0	    /* none: a kernel thread's user stack */
+#define WC_STACK_DROPPED 1  /* not stored: the stack table was full */
+#define WC_STACK_UNWALKED 2 /* a wait's kernel stack, not walked at a flush */
+#define WC_STACK_UNPARKED 3 /* a wait's user stack, not taken as it began */
+#define WC_STACK_LABELS 16
 
 struct wc_stack_key {
 	__u32 tgid;

@@ -46,6 +46,7 @@ struct result {
 
 static struct {
 	int spin, sleep, disk, lock, pingpong;
+	int waiters;	 /* pairs of a pipe reader and a condition waiter */
 	int sleep_depth; /* frames the sleepers descend before sleeping */
 	long sleep_ms;
 	long long_ms; /* naps at least this long are summed in the report */
@@ -368,6 +369,62 @@ static void *execer(void *arg)
 	exit(1);
 }
 
+/* Threads that wait in one call each until the deadline, when main wakes
+ * them: a read on a pipe and a condition variable. */
+static int wait_pipe[2];
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
+static int woken;
+
+__attribute__((noinline)) static void wait_in_read(void)
+{
+	char c;
+
+	if (read(wait_pipe[0], &c, 1) != 1)
+		perror("read");
+	sink++; /* not a tail call */
+}
+
+__attribute__((noinline)) static void wait_on_cond(void)
+{
+	pthread_mutex_lock(&wake_lock);
+	while (!woken)
+		pthread_cond_wait(&wake_cond, &wake_lock);
+	pthread_mutex_unlock(&wake_lock);
+	sink++;
+}
+
+/* A pipe reader (arg NULL) or a condition waiter. */
+static void *waiter(void *arg)
+{
+	uint64_t start = thread_start_ns();
+
+	pthread_barrier_wait(&started);
+	if (arg)
+		wait_on_cond();
+	else
+		wait_in_read();
+	record(arg ? "condwait" : "piperead", start);
+	return NULL;
+}
+
+static void wake_waiters(void)
+{
+	struct timespec at = {(time_t)(deadline_ns / 1000000000ULL),
+			      (long)(deadline_ns % 1000000000ULL)};
+	int i;
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL))
+		;
+	pthread_mutex_lock(&wake_lock);
+	woken = 1;
+	pthread_cond_broadcast(&wake_cond);
+	pthread_mutex_unlock(&wake_lock);
+	for (i = 0; i < opt.waiters; i++)
+		if (write(wait_pipe[1], "w", 1) != 1)
+			perror("write");
+}
+
 /* One of many threads of a big idle server: asleep, waking once a second
  * (each at its own moment) until the process ends. */
 static void *napper(void *arg)
@@ -409,7 +466,7 @@ static int usage(void)
 		"[--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
 		"[--exec-thread PROGRAM]\n"
-		"                [--nappers N]\n");
+		"                [--nappers N] [--waiters PAIRS]\n");
 	return 2;
 }
 
@@ -441,6 +498,8 @@ static int parse(int argc, char **argv)
 			opt.lock = atoi(v);
 		else if (strcmp(a, "--pingpong") == 0)
 			opt.pingpong = atoi(v);
+		else if (strcmp(a, "--waiters") == 0)
+			opt.waiters = atoi(v);
 		else if (strcmp(a, "--churn") == 0)
 			opt.churn_per_sec = atoi(v);
 		else if (strcmp(a, "--churn-us") == 0)
@@ -459,7 +518,8 @@ static int parse(int argc, char **argv)
 			return usage();
 	}
 	if (opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
-		    (opt.churn_per_sec > 0) + (opt.exec_thread != NULL) >
+		    2 * opt.waiters + (opt.churn_per_sec > 0) +
+		    (opt.exec_thread != NULL) >
 	    MAX_WORKERS)
 		return usage();
 	return 0;
@@ -511,7 +571,8 @@ int main(int argc, char **argv)
 	if (opt.name)
 		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
 	total = opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
-		(opt.churn_per_sec > 0) + (opt.exec_thread != NULL);
+		2 * opt.waiters + (opt.churn_per_sec > 0) +
+		(opt.exec_thread != NULL);
 	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
 	deadline_ns = now_ns() + (uint64_t)(opt.seconds * 1e9);
 	for (i = 0; i < opt.spin; i++)
@@ -530,6 +591,14 @@ int main(int argc, char **argv)
 		pthread_create(&threads[n++], NULL, pinger, &pairs[i]);
 		pthread_create(&threads[n++], NULL, ponger, &pairs[i]);
 	}
+	if (opt.waiters && pipe(wait_pipe)) {
+		perror("pipe");
+		return 1;
+	}
+	for (i = 0; i < opt.waiters; i++) {
+		pthread_create(&threads[n++], NULL, waiter, NULL);
+		pthread_create(&threads[n++], NULL, waiter, &woken);
+	}
 	if (opt.churn_per_sec > 0)
 		pthread_create(&threads[n++], NULL, churner, NULL);
 	if (opt.exec_thread)
@@ -539,6 +608,8 @@ int main(int argc, char **argv)
 	pthread_barrier_wait(&started);
 	printf("ready %d\n", getpid());
 	fflush(stdout);
+	if (opt.waiters)
+		wake_waiters();
 	for (i = 0; i < n; i++)
 		pthread_join(threads[i], NULL);
 	write_report(start);

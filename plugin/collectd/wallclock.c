@@ -204,6 +204,8 @@ static void submit_stack_self(const struct wc_self_stats *s)
 	submit_derive("offcpu_user_missed",
 		      s->bpf.v[WC_CNT_OFFCPU_USER_MISSED]);
 	submit_derive("offcpu_walks_unused", s->bpf.v[WC_CNT_WALKS_UNUSED]);
+	submit_derive("waits_under_way", s->bpf.v[WC_CNT_WAITS_UNDER_WAY]);
+	submit_derive("waits_unwalked", s->bpf.v[WC_CNT_WAITS_UNWALKED]);
 	submit_derive("stacks_truncated", s->bpf.v[WC_CNT_STACKS_TRUNCATED]);
 	submit_derive("stacks_known", s->bpf.v[WC_CNT_STACKS_KNOWN]);
 	submit_derive("stacks_copied", s->stacks_copied);

@@ -572,6 +572,7 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	/* Live threads first: a thread dying meanwhile then has its final
 	 * record after its last live one, never before. */
 	rc = walk(c, err, errlen);
+	c->skel->bss->charge_waits = 0;
 	if (consume_exits(c) < 0 && rc == 0)
 		rc = wc_err(err, errlen, "draining the exit ring: %s",
 			    strerror(errno));
@@ -728,7 +729,7 @@ void wc_collector_held(struct wc_collector *c, uint64_t hash)
 	struct wc_held_bucket *b;
 	int w, free_way = -1;
 
-	if (!c->held || hash <= 1)
+	if (!c->held || hash < WC_STACK_LABELS)
 		return;
 	b = &c->held[wc_held_bucket_of(hash, c->held_mask)];
 	for (w = 0; w < WC_HELD_WAYS; w++) {
@@ -750,7 +751,7 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash)
 	struct wc_held_bucket *b;
 	int w;
 
-	if (!c->held || hash <= 1)
+	if (!c->held || hash < WC_STACK_LABELS)
 		return;
 	b = &c->held[wc_held_bucket_of(hash, c->held_mask)];
 	for (w = 0; w < WC_HELD_WAYS; w++)
@@ -761,6 +762,12 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash)
 void wc_collector_new_window(struct wc_collector *c)
 {
 	c->skel->bss->window_start_ns = wc_clock_ns(CLOCK_MONOTONIC);
+}
+
+void wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks)
+{
+	c->skel->bss->wait_walks = max_walks;
+	c->skel->bss->charge_waits = 1;
 }
 
 void wc_collector_counters(const struct wc_collector *c,

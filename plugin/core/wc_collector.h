@@ -90,6 +90,11 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash);
 /* A new window of stacks starts now: waits that end later are charged
  * only from here on. */
 void wc_collector_new_window(struct wc_collector *c);
+/* The next poll's walk (the read a flush follows) also charges every wait
+ * under way for at least min_block_us to its stacks, for its part in the
+ * window, walking at most max_walks kernel stacks (the rest is charged
+ * under WC_STACK_UNWALKED, counted); later polls do not. */
+void wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks);
 
 /* Event counters summed over CPUs (cumulative since open). */
 void wc_collector_counters(const struct wc_collector *c,

@@ -33,6 +33,9 @@
 /* Processes noted in one drain; beyond, they are noted at once, under
  * the lock. */
 #define MAX_NOTES 4096
+/* Kernel stacks of waits under way walked at a flush: a host of idle
+ * threads walks this many a flush (each wait is walked once). */
+#define WAIT_WALKS 4096u
 
 /* A counter of what a bound cost, and when it was last said. */
 struct limit {
@@ -52,6 +55,7 @@ struct wc_engine {
 	struct wc_stacks *stacks; /* NULL when stacks are off */
 	struct wc_flush *flush;
 	time_t next_flush;
+	bool flush_due; /* the last read charged waits under way for it */
 	uint64_t weights_unowned;
 	uint64_t drain_ns, stacks_copied;
 	uint64_t let_go_ns; /* when stacks were last let go */
@@ -82,7 +86,7 @@ struct deferred {
  * comes with the stack table's next drain). */
 static void keep_stack(struct wc_engine *e, uint64_t hash)
 {
-	if (hash > 1)
+	if (hash >= WC_STACK_LABELS)
 		wc_stacks_has(e->stacks, hash);
 }
 
@@ -113,7 +117,7 @@ static void on_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 	struct wc_engine *e = arg;
 
 	e->stacks_copied++;
-	if (hash > 1 && wc_stacks_put(e->stacks, hash, st) == 0)
+	if (hash >= WC_STACK_LABELS && wc_stacks_put(e->stacks, hash, st) == 0)
 		wc_collector_held(e->collector, hash);
 }
 
@@ -154,7 +158,7 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	const char *group = wc_account_group_of(e->account, k->tgid);
 
 	/* while the process lives: it may be gone by the flush */
-	if (k->ustack > 1)
+	if (k->ustack >= WC_STACK_LABELS)
 		note_later(e, (pid_t)k->tgid);
 	if (!group && e->between_reads && e->ndeferred < e->max_deferred) {
 		e->deferred[e->ndeferred++] = (struct deferred){*k, w};
@@ -290,12 +294,21 @@ static void place_deferred(struct wc_engine *e)
 	e->ndeferred = 0;
 }
 
-static int read_locked(struct wc_engine *e, char *err, size_t errlen)
+/* A read that a flush follows charges the waits under way to their
+ * stacks: the file shows where they wait, and its totals are this read's
+ * counters. */
+static int read_locked(struct wc_engine *e, bool flushing, char *err,
+		       size_t errlen)
 {
 	uint64_t start = wc_clock_ns(CLOCK_MONOTONIC),
 		 at = wc_clock_ns(CLOCK_REALTIME);
 	int rc;
 
+	if (e->stacks && !flushing)
+		flushing = (time_t)(at / 1000000000u) >= e->next_flush;
+	e->flush_due = e->stacks && flushing;
+	if (e->flush_due)
+		wc_collector_charge_waits(e->collector, WAIT_WALKS);
 	wc_account_begin(e->account);
 	wc_account_clock(e->account, (int64_t)(at - start));
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
@@ -324,7 +337,7 @@ int wc_engine_read(struct wc_engine *e, char *err, size_t errlen)
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
-	rc = read_locked(e, err, errlen);
+	rc = read_locked(e, false, err, errlen);
 	pthread_mutex_unlock(&e->lock);
 	return rc;
 }
@@ -355,6 +368,7 @@ static int flush_window(struct wc_engine *e, time_t when, unsigned sym_ms,
 	int rc;
 
 	pthread_mutex_lock(&e->lock);
+	e->flush_due = false;
 	*drained = drain(e, err, errlen);
 	wc_collector_new_window(e->collector);
 	wc_flush_begin(e->flush);
@@ -381,6 +395,11 @@ int wc_engine_flush(struct wc_engine *e, time_t when, char *err, size_t errlen)
 
 	if (!e->stacks)
 		return wc_err(err, errlen, "stacks are off");
+	pthread_mutex_lock(&e->lock);
+	drained = read_locked(e, true, err, errlen);
+	pthread_mutex_unlock(&e->lock);
+	if (drained)
+		return -1;
 	/* its user waits for the names: no budget, no share */
 	if (flush_window(e, when, WC_SYM_WHOLE, &drained, err, errlen))
 		return wc_err(err, errlen, "the file was not written");
@@ -396,7 +415,7 @@ int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 {
 	int drained;
 
-	if (!e->stacks || now < e->next_flush)
+	if (!e->flush_due)
 		return 0;
 	/* a file not written is counted (spool_write_errors) and logged */
 	flush_window(e, now, FLUSH_SYM_MS, &drained, err, errlen);

@@ -28,6 +28,8 @@
 #define RUNQ_STEAL "[hypervisor steal]"
 #define STACK_FULL "[stack table full]"
 #define STACK_LOST "[stack lost]"
+#define KSTACK_UNWALKED "[kernel stack not walked]"
+#define USTACK_UNTAKEN "[user stack not taken]"
 
 struct snap {
 	char name[WC_NAME_MAX];
@@ -106,11 +108,9 @@ static void set_below_label(struct wc_fold *fold, unsigned int us)
 	char label[WC_FOLD_MAX_LABEL];
 
 	if (us % 1000 == 0)
-		snprintf(label, sizeof(label), "[waits < %u ms, or ongoing]",
-			 us / 1000);
+		snprintf(label, sizeof(label), "[waits < %u ms]", us / 1000);
 	else
-		snprintf(label, sizeof(label), "[waits < %u us, or ongoing]",
-			 us);
+		snprintf(label, sizeof(label), "[waits < %u us]", us);
 	wc_fold_set_below_label(fold, label);
 }
 
@@ -400,10 +400,18 @@ static size_t put_stack(struct wc_flush *f, size_t n, pid_t pid,
 	uint32_t named;
 	int got;
 
-	if (hash == 0)
+	switch (hash) {
+	case WC_STACK_NONE:
 		return n;
-	if (hash == 1)
+	case WC_STACK_DROPPED:
 		return put_label(f, n, STACK_FULL);
+	case WC_STACK_UNWALKED:
+		return put_label(f, n, KSTACK_UNWALKED);
+	case WC_STACK_UNPARKED:
+		return put_label(f, n, USTACK_UNTAKEN);
+	}
+	if (hash < WC_STACK_LABELS)
+		return n;
 	if (kernel) {
 		got = wc_memo_stack_get(f->memo, hash, f->ids + n,
 					MAX_FRAMES - n, &named);

@@ -169,9 +169,9 @@ static bool same(const struct weight *e, uint32_t group,
 void wc_stacks_prefetch(const struct wc_stacks *s, const struct wc_stack_key *k)
 {
 	wc_idmap_prefetch(&s->widx, weight_key(k));
-	if (k->ustack > 1)
+	if (k->ustack >= WC_STACK_LABELS)
 		wc_idmap_prefetch(&s->sidx, k->ustack);
-	if (k->kstack > 1)
+	if (k->kstack >= WC_STACK_LABELS)
 		wc_idmap_prefetch(&s->sidx, k->kstack);
 }
 
@@ -368,7 +368,7 @@ static void fetch_held(const struct wc_stacks *s, uint64_t hash)
 {
 	uint32_t i;
 
-	if (hash > 1 && wc_idmap_get(&s->sidx, hash, &i))
+	if (hash >= WC_STACK_LABELS && wc_idmap_get(&s->sidx, hash, &i))
 		__builtin_prefetch(&s->held[i]);
 }
 

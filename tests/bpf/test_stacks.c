@@ -99,7 +99,7 @@ struct func {
 static struct func funcs[] = {
 	{"burn_cpu", 0, 0}, {"sleep_a_while", 0, 0}, {"wait_for_disk", 0, 0},
 	{"spinner", 0, 0},  {"sleeper", 0, 0},	     {"disk_writer", 0, 0},
-	{"descend", 0, 0},
+	{"descend", 0, 0},  {"wait_in_read", 0, 0},  {"wait_on_cond", 0, 0},
 };
 #define NFUNCS (sizeof(funcs) / sizeof(funcs[0]))
 
@@ -181,6 +181,8 @@ struct run {
 	pid_t pid;
 	struct wc_counters cnt;
 	struct wc_collector *c;
+	/* called after each poll's drain while the workload runs */
+	void (*step)(struct run *r, int polls);
 };
 
 static void on_weights(void *arg, const struct wc_stack_key *k,
@@ -263,11 +265,11 @@ static void on_table_stack(void *arg, uint64_t hash, const struct wc_stack *st)
 	struct run *r = arg;
 	struct stack_copy *c;
 
-	if (tell_held && hash > 1) {
+	if (tell_held && hash >= WC_STACK_LABELS) {
 		resent += copy_of(hash) != NULL;
 		wc_collector_held(r->c, hash);
 	}
-	c = hash > 1 ? copy_add(hash) : NULL;
+	c = hash >= WC_STACK_LABELS ? copy_add(hash) : NULL;
 	if (!c)
 		return;
 	c->s = *st;
@@ -296,7 +298,7 @@ static const struct wc_stack *stack_of(struct run *r, uint64_t hash)
 {
 	struct stack_copy *c;
 
-	if (hash <= 1)
+	if (hash < WC_STACK_LABELS)
 		return NULL;
 	c = copy_of(hash);
 	if (c)
@@ -335,12 +337,17 @@ static bool run_workload(struct run *r, const char *const *args)
 			load_bias(r->pid, &r->bias);
 		drain(r); /* as the daemon does, at every read */
 		polls++;
+		if (r->step)
+			r->step(r, polls);
 	}
 	drain(r);
 	wc_collector_counters(r->c, &r->cnt);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->bias &&
 	       polls > 2;
 }
+
+/* A step for the next profiled run (see struct run). */
+static void (*run_step)(struct run *r, int polls);
 
 static bool profile_in(struct run *r, unsigned int min_block_us,
 		       uint32_t stack_entries, const char *const *args)
@@ -356,6 +363,7 @@ static bool profile_in(struct run *r, unsigned int min_block_us,
 	char err[1024];
 
 	memset(r, 0, sizeof(*r));
+	r->step = run_step;
 	copies_reset();
 	r->w = calloc(MAX_WEIGHTS, sizeof(*r->w));
 	if (!r->w || wc_collector_open(&o, &r->c, err, sizeof(err))) {
@@ -405,6 +413,19 @@ static bool kstack_has(struct run *r, uint64_t hash, const char *fn)
 	return false;
 }
 
+/* Kernel function names change between releases (pipe_read became
+ * anon_pipe_read): a frame whose name contains part. */
+static bool kstack_has_part(struct run *r, uint64_t hash, const char *part)
+{
+	const struct wc_stack *s = stack_of(r, hash);
+	uint32_t i;
+
+	for (i = 0; s && i < s->nr && i < WC_STACK_DEPTH; i++)
+		if (strstr(ksym_name(s->ip[i]), part))
+			return true;
+	return false;
+}
+
 static bool ustack_has(struct run *r, uint64_t hash, const char *fn)
 {
 	const struct wc_stack *s = stack_of(r, hash);
@@ -449,28 +470,12 @@ static unsigned long long reported(const char *what)
 	return v;
 }
 
-/* The sleeper's own account of its sleep: wall - on-CPU - run queue, from
- * its schedstat just before it ended. */
-static double reported_sleep_ns(void)
-{
-	unsigned long long on, rq, wall;
-	char line[256];
-	FILE *f = fopen(REPORT, "r");
-	double ns = 0;
-	int tid;
+enum reported { ON_CPU, SLEPT };
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "thread sleep %d %llu %llu %llu", &tid, &on,
-			   &rq, &wall) == 4)
-			ns = (double)wall - (double)on - (double)rq;
-	if (f)
-		fclose(f);
-	return ns;
-}
-
-/* A thread's on-CPU time as the workload's report gives it (its
- * schedstat just before it ended), by kind ("spin", "sleep", "main"). */
-static double reported_on_ns(const char *kind)
+/* What the workload's threads of a kind ("spin", "sleep", "main"...;
+ * NULL: all) had, summed, by their schedstat just before each ended, as
+ * its report gives it: on-CPU, or slept (wall - on-CPU - run queue). */
+static double reported_ns(const char *kind, enum reported what)
 {
 	unsigned long long on, rq, wall;
 	char line[256], k[16];
@@ -481,8 +486,10 @@ static double reported_on_ns(const char *kind)
 	while (f && fgets(line, sizeof(line), f))
 		if (sscanf(line, "thread %15s %d %llu %llu %llu", k, &tid, &on,
 			   &rq, &wall) == 5 &&
-		    strcmp(k, kind) == 0)
-			ns += (double)on;
+		    (!kind || strcmp(k, kind) == 0))
+			ns += what == ON_CPU
+				      ? (double)on
+				      : (double)wall - (double)on - (double)rq;
 	if (f)
 		fclose(f);
 	return ns;
@@ -519,7 +526,7 @@ static void test_oncpu_stacks(void)
 		if (ustack_has(&r, r.w[i].k.ustack, "spinner"))
 			chain += r.w[i].w;
 	}
-	spin = reported_on_ns("spin");
+	spin = reported_ns("spin", ON_CPU);
 	printf("# on-CPU: %.3f s of run time sampled, the spinner thread ran "
 	       "%.3f s: %.1f%% of that in burn_cpu, %.1f%% under spinner\n",
 	       total / 1e9, spin / 1e9, spin ? 100.0 * burn / spin : 0,
@@ -544,7 +551,7 @@ static void test_offcpu_sleep_stacks(void)
 
 	NEED_ROOT();
 	CHECK(profile(&r, 1000, spin_sleep_args));
-	truth = reported_sleep_ns();
+	truth = reported_ns("sleep", SLEPT);
 	for (i = 0; i < r.n; i++) {
 		if (r.w[i].k.kind != WC_SLEEP)
 			continue;
@@ -640,9 +647,10 @@ static void test_stack_table_drains(void)
 		int j;
 
 		for (j = 0; j < 2; j++) {
-			struct stack_copy *c = h[j] > 1 ? copy_of(h[j]) : NULL;
+			struct stack_copy *c =
+				h[j] >= WC_STACK_LABELS ? copy_of(h[j]) : NULL;
 
-			names += h[j] > 1;
+			names += h[j] >= WC_STACK_LABELS;
 			found += c && c->drained;
 		}
 	}
@@ -673,8 +681,8 @@ static void test_held_stacks_named_only(void)
 		int j;
 
 		for (j = 0; j < 2; j++) {
-			names += h[j] > 1;
-			found += h[j] > 1 && copy_of(h[j]) &&
+			names += h[j] >= WC_STACK_LABELS;
+			found += h[j] >= WC_STACK_LABELS && copy_of(h[j]) &&
 				 copy_of(h[j])->drained;
 		}
 	}
@@ -806,6 +814,167 @@ static void test_threshold(void)
 	finish(&r);
 }
 
+/* Reads a flush follows, in the middle of a run, each allowing some
+ * kernel stacks to be walked: where their weights are in run.w, and the
+ * counters around them. */
+struct flush_read {
+	int at_poll;
+	uint32_t walks;
+	size_t from, to;
+	struct wc_counters before, after;
+	double at_s; /* CLOCK_MONOTONIC, after its walk */
+};
+
+static struct flush_read flush_reads[] = {
+	{.at_poll = 5, .walks = 1},
+	{.at_poll = 10, .walks = 100000},
+	{.at_poll = 15, .walks = 0},
+};
+#define NFLUSH_READS (sizeof(flush_reads) / sizeof(flush_reads[0]))
+
+static void no_records(void *arg, const struct wc_task_rec *recs, size_t n)
+{
+	(void)arg;
+	(void)recs;
+	(void)n;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void flush_step(struct run *r, int polls)
+{
+	char err[256];
+	size_t i;
+
+	for (i = 0; i < NFLUSH_READS; i++) {
+		struct flush_read *f = &flush_reads[i];
+
+		if (f->at_poll != polls)
+			continue;
+		f->from = r->n;
+		wc_collector_counters(r->c, &f->before);
+		wc_collector_charge_waits(r->c, f->walks);
+		if (wc_collector_poll(r->c, no_records, NULL, err, sizeof(err)))
+			printf("  poll: %s\n", err);
+		f->at_s = now_s();
+		wc_collector_new_window(r->c);
+		drain(r);
+		wc_collector_counters(r->c, &f->after);
+		f->to = r->n;
+	}
+}
+
+static uint64_t delta(const struct flush_read *f, enum wc_counter k)
+{
+	return f->after.v[k] - f->before.v[k];
+}
+
+/* The sleep weights of one flush read (or of the whole run: NULL) whose
+ * kernel stack has a frame named with kpart and user stack passes
+ * through ufn (NULL: any), and how many of them have no walked kernel
+ * stack. */
+static uint64_t slept_in(struct run *r, const struct flush_read *f,
+			 const char *kpart, const char *ufn, size_t *unwalked)
+{
+	size_t i, from = f ? f->from : 0, to = f ? f->to : r->n;
+	uint64_t ns = 0;
+
+	for (i = from; i < to; i++) {
+		const struct wc_stack_key *k = &r->w[i].k;
+
+		if (k->kind != WC_SLEEP)
+			continue;
+		if (unwalked && k->kstack == WC_STACK_UNWALKED)
+			(*unwalked)++;
+		if ((!kpart || kstack_has_part(r, k->kstack, kpart)) &&
+		    (!ufn || ustack_has(r, k->ustack, ufn)))
+			ns += r->w[i].w;
+	}
+	return ns;
+}
+
+/*
+ * Waits under way at a read a flush follows are charged to their stacks
+ * then, and their ends charge only the rest: the workload's six threads
+ * (two pipe readers, two condition waiters, a sleeper and main, each in
+ * one call for 4 s) have, over the run, their sleep once, by their own
+ * schedstat.  The walks are bounded (1 allowed: exactly 1 made host-wide,
+ * the rest counted unwalked), and each wait's kernel stack is walked
+ * once: allowed none, waits walked at the flush before are named again.
+ */
+static void test_waits_under_way(void)
+{
+	static const char *const args[] = {
+		"--waiters", "2", "--sleep",  "1",    "--sleep-ms", "0",
+		"--seconds", "4", "--report", REPORT, NULL,
+	};
+	const struct flush_read *f0 = &flush_reads[0], *f1 = &flush_reads[1],
+				*f2 = &flush_reads[2];
+	size_t unwalked1 = 0, unwalked2 = 0, i;
+	uint64_t total, third, piped, futex, condf, nap;
+	double truth, between;
+	struct run r;
+
+	NEED_ROOT();
+	tell_held = true;
+	run_step = flush_step;
+	CHECK(profile(&r, 1000, args));
+	run_step = NULL;
+	truth = reported_ns(NULL, SLEPT);
+	total = slept_in(&r, NULL, NULL, NULL, NULL);
+	slept_in(&r, f1, NULL, NULL, &unwalked1);
+	third = slept_in(&r, f2, NULL, NULL, &unwalked2);
+	piped = slept_in(&r, f2, "pipe_read", "wait_in_read", NULL);
+	/* libc's pthread_cond_wait keeps no frame pointer: wait_on_cond is
+	 * found by the search for a frame record */
+	futex = slept_in(&r, f2, "futex_wait", NULL, NULL);
+	condf = slept_in(&r, f2, "futex_wait", "wait_on_cond", NULL);
+	nap = slept_in(&r, f2, "hrtimer_nanosleep", "sleep_a_while", NULL);
+	printf("# waits under way: host-wide %" PRIu64 " charged at the "
+	       "first flush read, %" PRIu64 " walked (1 allowed); %" PRIu64
+	       " at the third, %" PRIu64 " unwalked (none allowed)\n",
+	       delta(f0, WC_CNT_WAITS_UNDER_WAY),
+	       delta(f0, WC_CNT_WAITS_UNDER_WAY) -
+		       delta(f0, WC_CNT_WAITS_UNWALKED),
+	       delta(f2, WC_CNT_WAITS_UNDER_WAY),
+	       delta(f2, WC_CNT_WAITS_UNWALKED));
+	between = f2->at_s - f1->at_s;
+	printf("# the workload's sleep: %.3f s charged to stacks, %.3f s by "
+	       "its threads' schedstat; third flush read %.3f s for %.3f s "
+	       "since the one before (pipe %.3f, futex %.3f of which %.3f "
+	       "through wait_on_cond, nanosleep %.3f)\n",
+	       total / 1e9, truth / 1e9, third / 1e9, between, piped / 1e9,
+	       futex / 1e9, condf / 1e9, nap / 1e9);
+	for (i = 0; getenv("WC_DUMP") && i < r.n; i++)
+		dump(&r, r.w[i].k.ustack, r.w[i].k.kstack, r.w[i].w);
+	CHECK(f0->to > f0->from && f2->to > f2->from);
+	CHECK(delta(f0, WC_CNT_WAITS_UNDER_WAY) >= 6);
+	CHECK(delta(f0, WC_CNT_WAITS_UNDER_WAY) -
+		      delta(f0, WC_CNT_WAITS_UNWALKED) ==
+	      1);
+	CHECK(unwalked1 == 0);
+	/* walked at the flush before, named again with none allowed */
+	CHECK(unwalked2 == 0);
+	CHECK(delta(f2, WC_CNT_WAITS_UNDER_WAY) >= 6);
+	/* six threads, each for the time since the flush read before */
+	CHECK_NEAR(third, 6e9 * between, 0.1);
+	/* two pipe readers, two condition waiters, one sleeper of six:
+	 * under their own functions and their waits' kernel frames */
+	CHECK(piped > 0.32 * third && futex > 0.32 * third &&
+	      nap > 0.16 * third);
+	CHECK(condf > 0.95 * futex);
+	CHECK(truth > 6 * 3.5e9);
+	CHECK_NEAR(total, truth, 0.03);
+	tell_held = false;
+	finish(&r);
+}
+
 /* I/O: the disk writer's uninterruptible waits come back as blocked, with
  * a user stack through disk_writer.  A 20 us threshold: on a fast virtual
  * disk most writes wait less than 100 us, and the handful that did not
@@ -896,6 +1065,7 @@ int main(int argc, char **argv)
 	RUN(test_full_tables);
 	RUN(test_threshold);
 	RUN(test_offcpu_blocked_stacks);
+	RUN(test_waits_under_way);
 	unlink(REPORT); /* the workload's, written by every run */
 	free(copies);
 	free(copy_index);

@@ -10,15 +10,14 @@ libc function (offcputime shows `clock_nanosleep;sleeper`, where the
 plugin shows `sleeper;sleep_a_while;...;clock_nanosleep`): the comparison
 is on the frames both can see.
 """
-import calendar
 import glob
 import os
 import shutil
 import subprocess
 import time
 
-from wctest import (Env, bpftool_list, case, done, require_built, skip,
-                    wait_until)
+from wctest import (Env, bpftool_list, case, done, folded_lines,
+                    folded_time, require_built, skip, wait_until)
 
 GROUP = "wcw_cmp"      # the spinner, for perf
 SLEEPER = "wcw_cmps"   # the sleeper alone, for offcputime
@@ -63,25 +62,13 @@ def offcpu_stacks(text):
     return stacks
 
 
-def file_time(path):
-    stamp = os.path.basename(path)[len("wallclock-"):][:16]
-    return calendar.timegm(time.strptime(stamp, "%Y%m%dT%H%M%SZ"))
-
-
-def lines_of(path):
-    with open(path) as f:
-        for line in f:
-            stack, _, v = line.rstrip("\n").rpartition(" ")
-            yield stack.split(";"), int(v)
-
-
 def windows_inside(spool, t0, t1):
     """Files whose whole window (previous file's second, this one's] lies
     inside [t0, t1], with the window's length."""
     files = sorted(glob.glob(os.path.join(spool, "wallclock-*.folded")))
     out = []
     for prev, cur in zip(files, files[1:]):
-        a, b = file_time(prev), file_time(cur)
+        a, b = folded_time(prev), folded_time(cur)
         if a >= t0 and b <= t1:
             out.append((cur, b - a))
     return out
@@ -129,7 +116,7 @@ with Env("compare") as env:
     perf.wait(timeout=30)
     w.wait()
     ws.wait()
-    wait_until(lambda: any(file_time(p) > t1 + FLUSH for p in
+    wait_until(lambda: any(folded_time(p) > t1 + FLUSH for p in
                            glob.glob(cd.spool + "/wallclock-*.folded")), 10)
     cd.stop()
     inside = windows_inside(cd.spool, t0, t1)
@@ -142,7 +129,7 @@ with Env("compare") as env:
                     and "spinner" in s)
     our_total = our_burn = 0
     for path, _ in inside:
-        for fr, v in lines_of(path):
+        for fr, v in folded_lines(path):
             if fr[0] == GROUP and fr[1] == "[on-cpu]":
                 our_total += v
                 if "burn_cpu" in fr and "spinner" in fr:
@@ -173,15 +160,19 @@ with Env("compare") as env:
         mine, secs, runq = {}, 0, 0
         for path, length in inside:
             secs += length
-            for fr, v in lines_of(path):
+            for fr, v in folded_lines(path):
                 if fr[0] != SLEEPER:
                     continue
                 # the process's run-queue wait is the sleeper's (its
                 # main thread only waits in pthread_join)
                 if fr[1] == "[off-cpu runqueue]":
                     runq += v
-                # stacks, not the made-up remainder lines
-                if fr[1] == "[off-cpu sleep]" and not fr[2].startswith("["):
+                # stacks, not the made-up remainder lines, and not the
+                # main thread's one wait in pthread_join (a futex), under
+                # way the whole run: offcputime charges waits when they
+                # end, the plugin at every flush too
+                if fr[1] == "[off-cpu sleep]" and not fr[2].startswith("[") \
+                        and not any(f.startswith("futex_") for f in fr):
                     key = ";".join(fr)
                     mine[key] = mine.get(key, 0) + v
         mine_top = max(mine, key=mine.get).split(";") if mine else []

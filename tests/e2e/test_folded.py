@@ -10,44 +10,18 @@ file's window are known exactly.  For every group and kind, the file's
 values must add up to the growth of the dispatched counters over that
 window: to the microsecond.
 """
-import calendar
 import glob
 import os
-import re
 import stat
 import time
 import xml.etree.ElementTree as ET
 
-from wctest import (Env, case, done, require_built, skip, wait_until)
+from wctest import (MARKERS, Env, case, done, folded_files, folded_lines,
+                    require_built, skip, totals_against_metrics, wait_until)
 
 FLUSH = 3
 SECONDS = 12
 GROUP = "wcw_fold"
-MARKERS = {"[on-cpu]": ("oncpu",), "[off-cpu runqueue]": ("runqueue", "steal"),
-           "[off-cpu sleep]": ("sleep",), "[off-cpu io]": ("blocked",)}
-NAME = re.compile(r"^wallclock-(\d{8}T\d{6}Z)(-\d+)?\.folded$")
-
-
-def parse(path):
-    """[(frames, value)], or raise on a malformed line."""
-    out = []
-    with open(path) as f:
-        for n, line in enumerate(f, 1):
-            stack, _, value = line.rstrip("\n").rpartition(" ")
-            if not stack or not value.isdigit():
-                raise ValueError(f"{path}:{n}: {line!r}")
-            out.append((stack.split(";"), int(value)))
-    return out
-
-
-def file_time(path):
-    m = NAME.match(os.path.basename(path))
-    return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
-
-
-def row_of_second(rows, second):
-    hits = [v for t, v in rows if int(t) == second]
-    return hits[-1] if hits else None
 
 
 require_built()
@@ -68,8 +42,7 @@ with Env("folded") as env:
     case("no errors from the plugin", not cd.wallclock_errors(),
          "\n".join(cd.wallclock_errors()))
 
-    files = sorted(p for p in glob.glob(cd.spool + "/*")
-                   if NAME.match(os.path.basename(p)))
+    files = folded_files(cd.spool)
     case("a file per flush interval", len(files) >= SECONDS // FLUSH,
          f"{len(files)} files: {os.listdir(cd.spool)}")
     st = os.stat(cd.spool)
@@ -116,7 +89,7 @@ with Env("folded") as env:
     bad = []
     for p in files:
         try:
-            parsed[p] = parse(p)
+            parsed[p] = folded_lines(p)
         except ValueError as e:
             bad.append(str(e))
     case("every line is 'frame;...;frame VALUE'", not bad, "\n".join(bad))
@@ -126,42 +99,8 @@ with Env("folded") as env:
          markers <= set(MARKERS), str(markers - set(MARKERS)))
 
     # Totals per (group, kind) against the csv counters, file by file.
-    series = {}
-    for tinsts in MARKERS.values():
-        for ti in tinsts:
-            for g in cd.groups():
-                series[(g, ti)] = cd.csv(g, "wallclock_us", ti)
-    checked = mismatched = 0
-    details = []
-    for prev, cur in zip(files, files[1:]):
-        t0, t1 = file_time(prev), file_time(cur)
-        sums = {}
-        for fr, v in parsed[cur]:
-            sums[(fr[0], fr[1])] = sums.get((fr[0], fr[1]), 0) + v
-        for g in cd.groups():
-            for marker, tinsts in MARKERS.items():
-                want = 0
-                ok = True
-                for ti in tinsts:
-                    rows = series[(g, ti)]
-                    a, b = row_of_second(rows, t0), row_of_second(rows, t1)
-                    if b is None:
-                        ok = False
-                        break
-                    # a read without the group: it was evicted and came
-                    # back, its counters restarting from zero
-                    gap = any(row_of_second(rows, t) is None
-                              for t in range(t0, t1 + 1))
-                    want += b - (a if a is not None and not gap else 0)
-                if not ok:
-                    continue
-                got = sums.get((g, marker), 0)
-                checked += 1
-                if got != want:
-                    mismatched += 1
-                    details.append(f"{os.path.basename(prev)} -> "
-                                   f"{os.path.basename(cur)} {g} {marker}:"
-                                   f" file {got} us, metrics {want:.0f} us")
+    checked, details = totals_against_metrics(cd, files, parsed)
+    mismatched = len(details)
     print(f"# {checked} (file, group, kind) totals compared with the "
           f"metrics, {mismatched} differ")
     case("file totals equal the metrics for the same window, per group "
@@ -223,8 +162,9 @@ with Env("folded") as env:
          f"{got} us in the files, {sleep_off:.0f} us by schedstat")
     got = total(lambda fr: "disk_writer" in fr and "wait_for_disk" in fr,
                 "[off-cpu io]")
-    # waits still under way at a flush have no stack yet (they go to
-    # "[waits < ..., or ongoing]"): a busy disk makes them a tenth of it
+    # what has no stack of its own: the remainder line ("[waits < ...]",
+    # here only the few microseconds between a flush's read and its new
+    # window)
     def ongoing(fr):
         return len(fr) > 2 and fr[2].startswith("[waits <")
 

@@ -36,6 +36,7 @@ SELF_METRICS = [
     "derive-weights_unowned",
     "derive-offcpu_stacks", "derive-offcpu_no_user_stack",
     "derive-offcpu_user_missed", "derive-offcpu_walks_unused",
+    "derive-waits_under_way", "derive-waits_unwalked",
     "derive-stacks_truncated", "derive-stacks_known", "derive-stacks_copied",
     "total_time_in_ms-drain",
     "derive-window_weights_dropped", "derive-window_stacks_dropped",

@@ -18,6 +18,7 @@ workload in tests/workload).
 """
 
 import atexit
+import calendar
 import glob
 import os
 import re
@@ -533,3 +534,77 @@ def leaked_bpf(prefix="wc_"):
     time.sleep(0.5)
     p2, l2 = look()
     return {i: n for i, n in p2.items() if i in p1}, l1 & l2
+
+
+# The spool's folded files: what each kind marker holds of the metrics.
+FOLDED_NAME = re.compile(r"^wallclock-(\d{8}T\d{6}Z)(-\d+)?\.folded$")
+MARKERS = {"[on-cpu]": ("oncpu",), "[off-cpu runqueue]": ("runqueue", "steal"),
+           "[off-cpu sleep]": ("sleep",), "[off-cpu io]": ("blocked",)}
+
+
+def folded_files(spool):
+    """The spool's folded files, oldest first (latest.folded aside)."""
+    return sorted(p for p in glob.glob(os.path.join(spool, "*"))
+                  if FOLDED_NAME.match(os.path.basename(p)))
+
+
+def folded_lines(path):
+    """[(frames, value)], or raise ValueError on a malformed line."""
+    out = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            stack, _, value = line.rstrip("\n").rpartition(" ")
+            if not stack or not value.isdigit():
+                raise ValueError(f"{path}:{n}: {line!r}")
+            out.append((stack.split(";"), int(value)))
+    return out
+
+
+def folded_time(path):
+    """The second of the read that wrote the file (in its name)."""
+    m = FOLDED_NAME.match(os.path.basename(path))
+    return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
+
+
+def row_of_second(rows, second):
+    """The value of the last row dispatched in that second, or None."""
+    hits = [v for t, v in rows if int(t) == second]
+    return hits[-1] if hits else None
+
+
+def totals_against_metrics(cd, files, parsed):
+    """Each file's values per group and kind against the growth of the
+    dispatched counters over its window (the reads in the seconds its
+    name and the previous file's name carry): (compared, [differences])."""
+    series = {(g, ti): cd.csv(g, "wallclock_us", ti)
+              for tinsts in MARKERS.values() for ti in tinsts
+              for g in cd.groups()}
+    checked, details = 0, []
+    for prev, cur in zip(files, files[1:]):
+        t0, t1 = folded_time(prev), folded_time(cur)
+        sums = {}
+        for fr, v in parsed[cur]:
+            sums[(fr[0], fr[1])] = sums.get((fr[0], fr[1]), 0) + v
+        for g in cd.groups():
+            for marker, tinsts in MARKERS.items():
+                want, ok = 0, True
+                for ti in tinsts:
+                    rows = series[(g, ti)]
+                    a, b = row_of_second(rows, t0), row_of_second(rows, t1)
+                    if b is None:
+                        ok = False
+                        break
+                    # a read without the group: it was evicted and came
+                    # back, its counters restarting from zero
+                    gap = any(row_of_second(rows, t) is None
+                              for t in range(t0, t1 + 1))
+                    want += b - (a if a is not None and not gap else 0)
+                if not ok:
+                    continue
+                got = sums.get((g, marker), 0)
+                checked += 1
+                if got != want:
+                    details.append(f"{os.path.basename(prev)} -> "
+                                   f"{os.path.basename(cur)} {g} {marker}:"
+                                   f" file {got} us, metrics {want:.0f} us")
+    return checked, details

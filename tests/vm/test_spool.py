@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from wctest import Env, case, done, require_built, wait_until  # noqa: E402
 
 GROUP = "wcw_vmspool"
+WAITER = "wcw_vmwait"
 
 
 def lines_of(path):
@@ -38,7 +39,11 @@ with Env("vmspool") as env:
     cd.start()
     w = env.workload(GROUP, "--spin", "1", "--sleep", "1", "--sleep-ms",
                      "20", "--seconds", "8")
+    # a read on a pipe that lasts the whole run: charged at every flush
+    # (by the task iterator's walk, on kernels before 6.7)
+    wr = env.workload(WAITER, "--waiters", "1", "--seconds", "8")
     w.wait()
+    wr.wait()
     end = time.time()
     wait_until(lambda: any(os.path.getmtime(p) > end for p in glob.glob(
         os.path.join(cd.spool, "wallclock-*.folded"))), 10)
@@ -89,6 +94,18 @@ with Env("vmspool") as env:
                                             for k, v in heavy))
     case("the sleeper's stacks are there, user and kernel frames",
          napper > 1e6, f"{napper} of {sleep}")
+    # the pipe reader's wait, under way at every flush
+    reading = sum(v for p in files for fr, v in lines_of(p)
+                  if fr[0] == WAITER and fr[1] == "[off-cpu sleep]" and
+                  "pipe_read_[k]" in fr and
+                  ("wait_in_read" in fr or any(f.startswith("workload+")
+                                               for f in fr)))
+    waited = sum(v for p in files for fr, v in lines_of(p)
+                 if fr[0] == WAITER and fr[1] == "[off-cpu sleep]")
+    case("a wait under way at flushes is under its own frames and "
+         "pipe_read (at least a quarter of the group's sleep: 1 thread of "
+         "3, less its start)", waited > 3e6 and reading > 0.25 * waited,
+         f"{reading} of {waited} us")
     svg = os.path.join(cd.spool, "latest.svg")
     try:
         names = {g.get("data-name") for g in ET.parse(svg).getroot().iter(
