@@ -35,7 +35,7 @@
 #define MAX_NOTES 4096
 /* Kernel stacks of waits under way walked at a flush: a host of idle
  * threads walks this many a flush (each wait is walked once). */
-#define WAIT_WALKS 4096u
+#define WAIT_WALKS 16384u
 
 /* A counter of what a bound cost, and when it was last said. */
 struct limit {

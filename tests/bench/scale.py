@@ -319,6 +319,30 @@ def self_rows(cd, key):
     return cd.csv("", type_, tinst)
 
 
+def report_waits(cd):
+    """waits_under_way and waits_unwalked, and how much of the files'
+    sleep and I/O time is under the labels for missing stacks."""
+    for name in ("waits_under_way", "waits_unwalked"):
+        rows = self_rows(cd, "derive-" + name)
+        print(f"{'derive-' + name:34s} "
+              f"{rows[-1][1] if rows else float('nan'):.0f}")
+    waited = {"all": 0, "[user stack not taken]": 0,
+              "[kernel stack not walked]": 0}
+    for path in wctest.folded_files(cd.spool):
+        for fr, v in wctest.folded_lines(path):
+            if fr[1] not in ("[off-cpu sleep]", "[off-cpu io]") or \
+                    fr[2].startswith("[waits <"):
+                continue
+            waited["all"] += v
+            for label in waited:
+                if label in fr:
+                    waited[label] += v
+    for label in ("[user stack not taken]", "[kernel stack not walked]"):
+        share = waited[label] / waited["all"] if waited["all"] else 0
+        print(f"{'under ' + label:34s} {100 * share:.2f} % of the files' "
+              "sleep and I/O with a stack")
+
+
 def flush_reads(cd):
     """Times of the reads that wrote a file (spool_files grew)."""
     rows = self_rows(cd, "derive-spool_files")
@@ -480,6 +504,10 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
               f"{task_value} B = {n * task_value / MiB:.1f} MiB of values, "
               f"plus the kernel's per-element overhead)")
     figures["bpf maps"] = total > 0
+
+    print("\n# waits under way at flushes (their part in the window "
+          "charged to their stacks)")
+    report_waits(cd)
 
     print("\n# drops and losses (counters over the whole run; 0 = "
           "everything fit)")
