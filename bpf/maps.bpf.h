@@ -66,6 +66,7 @@ struct wc_task {
 	/* the sum of time_ns as the last walk read it (0: never walked): a
 	 * final record lost to a full ring takes the rest along, counted */
 	__u64 walked_ns;
+	__u64 walked_at; /* CLOCK_MONOTONIC then */
 	/* The wait under way that flushes charged to its stacks: how much
 	 * of it, up to when (CLOCK_MONOTONIC), its kernel stack, and the
 	 * thread's run time then, which names the wait (a thread that has
@@ -243,10 +244,8 @@ __u64 next_id;
  * before was in the previous file already. */
 __u64 window_start_ns;
 
-/* Set by user space for the walk of a read that a flush follows: long
- * waits under way are charged to their stacks, with up to wait_walks
- * kernel stacks walked. */
-__u32 charge_waits;
+/* Kernel stacks wc_waits may still walk: user space sets it before each
+ * run. */
 __u32 wait_walks;
 
 static __always_inline void count_n(enum wc_counter c, __u64 n)

@@ -169,7 +169,9 @@ static __always_inline __u64 uncharged(const struct wc_task *t, __u64 exec_ns,
 		if (t->flushed_to > start)
 			start = t->flushed_to;
 	}
-	if (start && mono > start && wait_ns > mono - start)
+	if (start && mono <= start)
+		return 0;
+	if (start && wait_ns > mono - start)
 		wait_ns = mono - start;
 	return wait_ns;
 }

@@ -331,12 +331,16 @@ static __always_inline __u64 waiting_kstack(struct task_struct *task)
 }
 
 /*
- * A flush's walk: a wait under way for at least MinBlock is charged to
- * its stacks now, for its part in the window, not only when it ends (it
- * may not, for hours).  Its kernel stack is walked once (it cannot change
- * while the thread waits) and named again at later flushes while user
- * space holds it; its user stack is the one parked as it began.  The
- * wait began at the last switch-out, as the switch-in will find.
+ * Right after the walk of a read that a flush follows: a wait under way
+ * for at least MinBlock is charged to its stacks, for its part in the
+ * window up to when the walk read the thread (the file's totals are that
+ * read's counters), not only when it ends (it may not, for hours).  Its
+ * kernel stack is walked once (it cannot change while the thread waits)
+ * and named again at later flushes while user space holds it; its user
+ * stack is the one parked as it began.  The wait began at the last
+ * switch-out, as the switch-in will find.  A program of its own, not a
+ * part of the walk: inside the open-coded walk's loops the verifier took
+ * seconds over it.
  */
 static __always_inline void charge_under_way(struct task_struct *task,
 					     struct wc_task *t)
@@ -361,9 +365,14 @@ static __always_inline void charge_under_way(struct task_struct *task,
 			start = arrived;
 	}
 	now = rq_clock_of(bpf_get_current_task_btf());
+	mono = bpf_ktime_get_ns();
+	/* as of the walk's read: a thread it did not read is left alone */
+	if (!t->walked_at || t->walked_at > mono || mono - t->walked_at > now)
+		return;
+	now -= mono - t->walked_at;
+	mono = t->walked_at;
 	if (now < start || now - start < min_block_ns)
 		return;
-	mono = bpf_ktime_get_ns();
 	w = uncharged(t, exec_ns, now - start, mono);
 	if (!w)
 		return;
@@ -406,12 +415,11 @@ static __noinline bool thread_rec(struct task_struct *task,
 	if (r->state == WC_DEAD)
 		return false;
 	t->walked_ns = sum_slots(r->time_ns);
-	if (charge_waits && stacks_enabled)
-		charge_under_way(task, t);
 	fill_identity(r, task);
 	/* its counters are as of now, give or take a tick: a walk the
 	 * host stalls in the middle must not date them all alike */
 	r->read_ns = bpf_ktime_get_ns();
+	t->walked_at = r->read_ns;
 	return true;
 }
 

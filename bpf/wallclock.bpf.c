@@ -134,6 +134,21 @@ int wc_iter(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* At a read that a flush follows, after its walk: waits under way. */
+SEC("iter/task")
+int wc_waits(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct wc_task *t;
+
+	if (!task || !stacks_enabled || !profiled(task))
+		return 0;
+	t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->state != WC_DEAD)
+		charge_under_way(task, t);
+	return 0;
+}
+
 SEC("syscall")
 int wc_snap(void *ctx)
 {

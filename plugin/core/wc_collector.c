@@ -37,6 +37,7 @@ struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
 	struct bpf_link *iter_link;
+	struct bpf_link *waits_link; /* wc_waits' iterator */
 	struct wc_walk *walk;	   /* NULL: the kernel has no open-coded walk */
 	bool walk_failing;	   /* logged; quiet until a walk works again */
 	struct wc_stack_key *keys; /* drain buffers, stack_entries each */
@@ -314,7 +315,10 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 			bpf_program__section_name(c->skel->progs.wc_switch),
 			strerror(errno));
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
-	if (!c->iter_link)
+	c->waits_link = c->iter_link ? bpf_program__attach_iter(
+					       c->skel->progs.wc_waits, NULL)
+				     : NULL;
+	if (!c->iter_link || !c->waits_link)
 		return wc_err(err, errlen,
 			      "attaching the task iterator failed: %s",
 			      strerror(errno));
@@ -572,7 +576,6 @@ int wc_collector_poll(struct wc_collector *c, wc_rec_fn fn, void *arg,
 	/* Live threads first: a thread dying meanwhile then has its final
 	 * record after its last live one, never before. */
 	rc = walk(c, err, errlen);
-	c->skel->bss->charge_waits = 0;
 	if (consume_exits(c) < 0 && rc == 0)
 		rc = wc_err(err, errlen, "draining the exit ring: %s",
 			    strerror(errno));
@@ -764,10 +767,27 @@ void wc_collector_new_window(struct wc_collector *c)
 	c->skel->bss->window_start_ns = wc_clock_ns(CLOCK_MONOTONIC);
 }
 
-void wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks)
+int wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks,
+			      char *err, size_t errlen)
 {
+	char buf[64];
+	ssize_t n;
+	int fd;
+
 	c->skel->bss->wait_walks = max_walks;
-	c->skel->bss->charge_waits = 1;
+	fd = bpf_iter_create(bpf_link__fd(c->waits_link));
+	if (fd < 0)
+		return wc_err(err, errlen, "starting the waits' iterator: %s",
+			      strerror(errno));
+	/* it writes nothing: reading to the end runs it over every task */
+	while ((n = read(fd, buf, sizeof(buf))) > 0 ||
+	       (n < 0 && errno == EINTR))
+		;
+	close(fd);
+	if (n < 0)
+		return wc_err(err, errlen, "reading the waits' iterator: %s",
+			      strerror(errno));
+	return 0;
 }
 
 void wc_collector_counters(const struct wc_collector *c,
@@ -817,6 +837,7 @@ void wc_collector_close(struct wc_collector *c)
 		bpf_link__destroy(c->perf_links[i]);
 	free(c->perf_links);
 	bpf_link__destroy(c->iter_link);
+	bpf_link__destroy(c->waits_link);
 	wc_walk_free(c->walk);
 	bpf_link__destroy(c->switch_link);
 	wallclock_bpf__destroy(c->skel);

@@ -2,7 +2,8 @@
  * wc_collector.h - the BPF side, seen from user space.
  *
  * Owns: the loaded skeleton, its links (the scheduler tracepoint, the task
- * iterator, one cpu-clock perf event per online CPU), the open-coded walk
+ * iterators of the records and of waits under way, one cpu-clock perf
+ * event per online CPU), the open-coded walk
  * (wc_walk) where the kernel has one, the exit ring reader, the buffers
  * used to drain the stack tables and the mapping of the held-stacks set.  wc_collector_close() detaches and frees all of it: no program
  * or link outlives the collector.
@@ -90,11 +91,13 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash);
 /* A new window of stacks starts now: waits that end later are charged
  * only from here on. */
 void wc_collector_new_window(struct wc_collector *c);
-/* The next poll's walk (the read a flush follows) also charges every wait
+/* Right after the poll of a read that a flush follows: charge every wait
  * under way for at least min_block_us to its stacks, for its part in the
- * window, walking at most max_walks kernel stacks (the rest is charged
- * under WC_STACK_UNWALKED, counted); later polls do not. */
-void wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks);
+ * window up to when that poll's walk read the thread, walking at most
+ * max_walks kernel stacks (the rest is charged under WC_STACK_UNWALKED,
+ * counted). */
+int wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks,
+			      char *err, size_t errlen);
 
 /* Event counters summed over CPUs (cumulative since open). */
 void wc_collector_counters(const struct wc_collector *c,

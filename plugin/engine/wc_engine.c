@@ -307,11 +307,12 @@ static int read_locked(struct wc_engine *e, bool flushing, char *err,
 	if (e->stacks && !flushing)
 		flushing = (time_t)(at / 1000000000u) >= e->next_flush;
 	e->flush_due = e->stacks && flushing;
-	if (e->flush_due)
-		wc_collector_charge_waits(e->collector, WAIT_WALKS);
 	wc_account_begin(e->account);
 	wc_account_clock(e->account, (int64_t)(at - start));
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
+	if (rc == 0 && e->flush_due)
+		rc = wc_collector_charge_waits(e->collector, WAIT_WALKS, err,
+					       errlen);
 	/* the kernel's counters were read between the two: on a busy host
 	 * the read thread may wait tens of milliseconds for a CPU before or
 	 * during the walk, which a stamp taken before it would not see */

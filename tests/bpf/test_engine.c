@@ -778,10 +778,11 @@ static void test_close_unloads_everything(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	/* the switch hook, the sampler, the iterator and the open-coded
-	 * walk (kernels before 6.7 have no walk) */
-	CHECK(our_programs(before + 3 + kernel_walks) ==
-	      before + 3 + kernel_walks);
+	/* the switch hook, the sampler, the two iterators (records, waits
+	 * under way) and the open-coded walk (kernels before 6.7 have no
+	 * walk) */
+	CHECK(our_programs(before + 4 + kernel_walks) ==
+	      before + 4 + kernel_walks);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
@@ -866,8 +867,8 @@ static void test_no_stacks_no_walks(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	CHECK(our_programs(before + 3 + kernel_walks) ==
-	      before + 3 + kernel_walks);
+	CHECK(our_programs(before + 4 + kernel_walks) ==
+	      before + 4 + kernel_walks);
 	snprintf(rep, sizeof(rep), "%s/wce_nostack.report", bin_dir);
 	CHECK(run_workload(e, "wce_nostack", args, rep, 200) == 0);
 	wc_engine_self(e, &self);

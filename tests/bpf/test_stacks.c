@@ -859,8 +859,9 @@ static void flush_step(struct run *r, int polls)
 			continue;
 		f->from = r->n;
 		wc_collector_counters(r->c, &f->before);
-		wc_collector_charge_waits(r->c, f->walks);
-		if (wc_collector_poll(r->c, no_records, NULL, err, sizeof(err)))
+		if (wc_collector_poll(r->c, no_records, NULL, err,
+				      sizeof(err)) ||
+		    wc_collector_charge_waits(r->c, f->walks, err, sizeof(err)))
 			printf("  poll: %s\n", err);
 		f->at_s = now_s();
 		wc_collector_new_window(r->c);

@@ -13,7 +13,7 @@ import os
 from wctest import (Collectd, Env, bpf_fd_ids, bpftool_list, case, done,
                     leaked_bpf, require_built, wait_until)
 
-EXPECTED = {"wc_switch", "wc_sample", "wc_iter", "wc_snap"}
+EXPECTED = {"wc_switch", "wc_sample", "wc_iter", "wc_waits", "wc_snap"}
 ROUNDS = 3
 
 # The README's table of self metrics, as type-instance.
@@ -84,8 +84,9 @@ with Env("lifecycle") as env:
         link_progs = {lk["id"]: lk.get("prog_id")
                       for lk in bpftool_list("link") if lk["id"] in links}
         ncpu = int(cd.csv("", "gauge", "cpus")[-1][1])
-        case(f"{tag}: links: the switch tracepoint, the iterator, one "
-             f"sampler per CPU ({ncpu})", len(link_progs) == 2 + ncpu
+        case(f"{tag}: links: the switch tracepoint, the two iterators "
+             f"(records, waits under way), one sampler per CPU ({ncpu})",
+             len(link_progs) == 3 + ncpu
              and set(link_progs.values()) <= set(names),
              f"links {link_progs}")
         rc = cd.stop()
