@@ -70,14 +70,17 @@ int wc_engine_drain(struct wc_engine *e, char *err, size_t errlen);
  * hold it up. */
 int wc_engine_drain_exits(struct wc_engine *e, char *err, size_t errlen);
 
-/* After a read: if FlushInterval has passed since the last flush (or the
- * open), drain one last time and write the window's stacks to the spool.
+/* After a read: if FlushInterval had passed since the last flush (or the
+ * open) when it began (that read also charged the waits under way to
+ * their stacks), drain one last time and write the window's stacks to the
+ * spool.
  * 1 if it flushed, 0 if not due, -1 if the drain failed (err says why; a
  * file not written is counted in the flush's stats). */
 int wc_engine_maybe_flush(struct wc_engine *e, time_t now, char *err,
 			  size_t errlen);
 
-/* Flush now, whatever the interval (a command-line recording's end).
+/* Read (charging the waits under way) and flush now, whatever the
+ * interval (a command-line recording's end).
  * 0, or -1 if stacks are off or the file was not written (err says
  * which); a failed last drain is logged, and the file written without. */
 int wc_engine_flush(struct wc_engine *e, time_t when, char *err, size_t errlen);
