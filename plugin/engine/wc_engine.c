@@ -310,13 +310,14 @@ static int read_locked(struct wc_engine *e, bool flushing, char *err,
 	wc_account_begin(e->account);
 	wc_account_clock(e->account, (int64_t)(at - start));
 	rc = wc_collector_poll(e->collector, on_records, e, err, errlen);
+	/* the kernel's counters were read between the two: on a busy host
+	 * the read thread may wait tens of milliseconds for a CPU before or
+	 * during the walk, which a stamp taken before it would not see; the
+	 * charge of the waits under way reads no counter, so it comes after */
+	e->read_at_ns = at + (wc_clock_ns(CLOCK_REALTIME) - at) / 2;
 	if (rc == 0 && e->flush_due)
 		rc = wc_collector_charge_waits(e->collector, WAIT_WALKS, err,
 					       errlen);
-	/* the kernel's counters were read between the two: on a busy host
-	 * the read thread may wait tens of milliseconds for a CPU before or
-	 * during the walk, which a stamp taken before it would not see */
-	e->read_at_ns = at + (wc_clock_ns(CLOCK_REALTIME) - at) / 2;
 	wc_account_end(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group; the values are not sent
