@@ -120,6 +120,7 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 }
 
 #include "walk.bpf.h"
+#include "waits.bpf.h"
 
 /* The seq_file task iterator: every kernel with task storage has it. */
 SEC("iter/task")
