@@ -11,7 +11,7 @@
  *   workload [--spin N] [--sleep N] [--sleep-ms MS] [--long-ms MS]
  *            [--disk N] [--lock N]
  *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC]
- *            [--churn-us US] [--seconds S] [--dir DIR]
+ *            [--churn-us US] [--churners N] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
  *            [--nappers N]
  *
@@ -52,13 +52,14 @@ static struct {
 	long long_ms; /* naps at least this long are summed in the report */
 	int nappers;  /* threads asleep, waking once a second, not reported */
 	int churn_per_sec;
+	int churners; /* threads sharing churn_per_sec */
 	long churn_us;
 	double seconds;
 	const char *dir;
 	const char *name;
 	const char *report;
 	const char *exec_thread; /* a program taking seconds, like sleep */
-} opt = {.seconds = 10, .dir = "/var/tmp", .churn_us = 1000};
+} opt = {.seconds = 10, .dir = "/var/tmp", .churn_us = 1000, .churners = 1};
 
 static uint64_t deadline_ns;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -326,27 +327,32 @@ static void *short_lived(void *arg)
 }
 
 /* Threads that live a moment each: exits the profiler must not lose. */
-static unsigned long long churned; /* threads the churner made */
+static unsigned long long churned; /* threads the churners made */
 
-/* PER_SEC threads a second, paced by count (a sleep a thread could not
- * reach 10,000 a second): as many as are due, then a millisecond off. */
+/* Its share of PER_SEC threads a second, paced by count (a sleep a thread
+ * could not reach 10,000 a second): as many as are due, then a
+ * millisecond off.  Each waits for one exit before the next creation, so
+ * one churner makes about 10,000 a second with a CPU of its own here:
+ * several share a higher rate, or one on a busy host. */
 static void *churner(void *arg)
 {
 	uint64_t start = thread_start_ns(), now;
+	unsigned long long mine = 0;
 
 	(void)arg;
 	pthread_barrier_wait(&started);
 	while ((now = now_ns()) < deadline_ns) {
 		unsigned long long due = (now - start) *
 					 (uint64_t)opt.churn_per_sec /
-					 1000000000ULL;
+					 (uint64_t)opt.churners / 1000000000ULL;
 
-		for (; churned < due; churned++) {
+		for (; mine < due; mine++) {
 			pthread_t t;
 
 			if (pthread_create(&t, NULL, short_lived, NULL) != 0)
 				break;
 			pthread_join(t, NULL);
+			__atomic_add_fetch(&churned, 1, __ATOMIC_RELAXED);
 		}
 		sleep_a_while(1000000);
 	}
@@ -456,6 +462,12 @@ static int start_nappers(void)
 	return 0;
 }
 
+/* The churner threads: none without a rate. */
+static int churners(void)
+{
+	return opt.churn_per_sec > 0 ? opt.churners : 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr,
@@ -463,7 +475,7 @@ static int usage(void)
 		"[--long-ms MS] [--disk N] [--lock N]\n"
 		"                [--pingpong PAIRS] [--sleep-depth FRAMES] "
 		"                [--churn PER_SEC] [--churn-us US] "
-		"[--seconds S] [--dir DIR]\n"
+		"[--churners N] [--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
 		"[--exec-thread PROGRAM]\n"
 		"                [--nappers N] [--waiters PAIRS]\n");
@@ -504,6 +516,8 @@ static int parse(int argc, char **argv)
 			opt.churn_per_sec = atoi(v);
 		else if (strcmp(a, "--churn-us") == 0)
 			opt.churn_us = atol(v);
+		else if (strcmp(a, "--churners") == 0)
+			opt.churners = atoi(v);
 		else if (strcmp(a, "--seconds") == 0)
 			opt.seconds = atof(v);
 		else if (strcmp(a, "--dir") == 0)
@@ -518,9 +532,10 @@ static int parse(int argc, char **argv)
 			return usage();
 	}
 	if (opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
-		    2 * opt.waiters + (opt.churn_per_sec > 0) +
-		    (opt.exec_thread != NULL) >
-	    MAX_WORKERS)
+			    2 * opt.waiters + churners() +
+			    (opt.exec_thread != NULL) >
+		    MAX_WORKERS ||
+	    opt.churners < 1)
 		return usage();
 	return 0;
 }
@@ -571,8 +586,7 @@ int main(int argc, char **argv)
 	if (opt.name)
 		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
 	total = opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
-		2 * opt.waiters + (opt.churn_per_sec > 0) +
-		(opt.exec_thread != NULL);
+		2 * opt.waiters + churners() + (opt.exec_thread != NULL);
 	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
 	deadline_ns = now_ns() + (uint64_t)(opt.seconds * 1e9);
 	for (i = 0; i < opt.spin; i++)
@@ -599,7 +613,7 @@ int main(int argc, char **argv)
 		pthread_create(&threads[n++], NULL, waiter, NULL);
 		pthread_create(&threads[n++], NULL, waiter, &woken);
 	}
-	if (opt.churn_per_sec > 0)
+	for (i = 0; i < churners(); i++)
 		pthread_create(&threads[n++], NULL, churner, NULL);
 	if (opt.exec_thread)
 		pthread_create(&threads[n++], NULL, execer, NULL);

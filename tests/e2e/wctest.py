@@ -288,15 +288,17 @@ class Workload:
     """The test workload under a chosen process name (via a symlink, so the
     kernel's comm is that name from exec on)."""
 
-    def __init__(self, root, name, args):
+    def __init__(self, root, name, args, nice=0):
         link = os.path.join(root, "bin", name)
         os.makedirs(os.path.dirname(link), exist_ok=True)
         if not os.path.exists(link):
             os.symlink(WORKLOAD, link)
         self.report_path = os.path.join(root, f"{name}.report")
-        self.proc = subprocess.Popen([link, "--report", self.report_path]
-                                     + list(args), stdout=subprocess.PIPE,
-                                     text=True)
+        # nice(1) execs the workload: the same pid, its comm the link's
+        pre = ["nice", "-n", str(nice)] if nice else []
+        self.proc = subprocess.Popen(pre + [link, "--report",
+                                            self.report_path] + list(args),
+                                     stdout=subprocess.PIPE, text=True)
         _cleanups.append(self.kill)
         line = self.proc.stdout.readline()
         if not line.startswith("ready"):
@@ -443,8 +445,8 @@ class Env:
     def collectd(self, interval=1, plugin_conf="", **kw):
         return Collectd(self.root, interval, plugin_conf, **kw)
 
-    def workload(self, name, *args):
-        return Workload(self.root, name, args)
+    def workload(self, name, *args, nice=0):
+        return Workload(self.root, name, args, nice)
 
 
 def bpf_programs(prefix="wc_"):
