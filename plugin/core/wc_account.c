@@ -20,7 +20,8 @@
 #define SCORE_SHIFT 3	/* score: busy ns a read, averaged over ~8, x8 */
 #define TAKEN_LOGGED 10 /* then only counted */
 #define LOST_AFTER_READS 2
-#define LOST_LOGGED 10 /* then only counted */
+#define RECHECK_READS 3 /* a group decided from the name alone, asked again */
+#define LOST_LOGGED 10	/* then only counted */
 
 struct thread {
 	uint64_t id; /* 0: free */
@@ -48,6 +49,7 @@ struct proc {
 	uint32_t threads_seen;
 	uint64_t read_at_ns; /* its first live thread's stamp this read */
 	uint8_t state;
+	uint8_t rechecks; /* reads left to decide the group again */
 	bool kthread;
 	bool dead; /* no thread left: freed at the next begin */
 	char comm[WC_COMM_LEN];
@@ -264,6 +266,7 @@ static struct proc *proc_get(struct wc_account *a, const struct wc_task_rec *r,
 	p->tgid = r->tgid;
 	p->state = P_NEW;
 	p->group = NONE;
+	p->rechecks = RECHECK_READS;
 	p->kthread = r->flags & WC_REC_KTHREAD;
 	memcpy(p->comm, r->leader_comm, WC_COMM_LEN);
 	*index = i;
@@ -356,6 +359,14 @@ void wc_account_prefetch_group(const struct wc_account *a, uint32_t tgid)
 	wc_idmap_prefetch(&a->tgids, tgid);
 }
 
+static void undecide(struct wc_account *a, struct proc *p)
+{
+	if (p->state != P_NEW && p->group != NONE)
+		a->groups[p->group].procs--;
+	p->state = P_NEW;
+	p->group = NONE;
+}
+
 static void record(struct wc_account *a, const struct wc_task_rec *r, bool late)
 {
 	bool exited = r->flags & WC_REC_EXITED;
@@ -389,10 +400,8 @@ static void record(struct wc_account *a, const struct wc_task_rec *r, bool late)
 	if (memcmp(p->comm, r->leader_comm, WC_COMM_LEN) != 0) {
 		/* exec or a rename: decide the group again */
 		memcpy(p->comm, r->leader_comm, WC_COMM_LEN);
-		if (p->state != P_NEW && p->group != NONE)
-			a->groups[p->group].procs--;
-		p->state = P_NEW;
-		p->group = NONE;
+		undecide(a, p);
+		p->rechecks = RECHECK_READS;
 	}
 	if (!t)
 		return;
@@ -453,10 +462,11 @@ static void join_group(struct wc_account *a, struct proc *p, uint32_t g)
 static void classify(struct wc_account *a, struct proc *p)
 {
 	size_t index = 0;
+	bool unsure;
 	uint32_t g;
 
-	switch (wc_select(a->sel, p->tgid, p->comm, p->kthread, &index,
-			  p->name)) {
+	switch (wc_select(a->sel, p->tgid, p->comm, p->kthread, &index, p->name,
+			  &unsure)) {
 	case WC_SEL_EXPLICIT:
 		join_group(a, p, (uint32_t)index);
 		break;
@@ -474,6 +484,8 @@ static void classify(struct wc_account *a, struct proc *p)
 		p->state = P_DROP;
 		break;
 	}
+	if (!unsure)
+		p->rechecks = 0;
 }
 
 /* Time that is not sleep: what makes a group worth a slot. */
@@ -712,9 +724,19 @@ void wc_account_end(struct wc_account *a)
 	uint32_t i;
 
 	sweep_threads(a);
-	for (i = 0; i < a->pslab.hi; i++)
-		if (a->procs[i].key && a->procs[i].state == P_NEW)
-			classify(a, &a->procs[i]);
+	for (i = 0; i < a->pslab.hi; i++) {
+		struct proc *p = &a->procs[i];
+
+		if (!p->key)
+			continue;
+		/* a ProcessMatch caught in an exec saw no command line yet */
+		if (p->state != P_NEW && p->rechecks) {
+			p->rechecks--;
+			undecide(a, p);
+		}
+		if (p->state == P_NEW)
+			classify(a, p);
+	}
 	place_waiting(a);
 	fold_procs(a);
 	age_groups(a);

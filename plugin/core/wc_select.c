@@ -35,7 +35,7 @@ long wc_proc_cmdline(uint32_t tgid, char *buf, size_t len)
 		return -1;
 	n = read(fd, buf, len);
 	close(fd);
-	return n > 0 ? (long)n : -1;
+	return n >= 0 ? (long)n : -1;
 }
 
 /* The kernel truncates comm to 15 bytes: a longer configured name matches
@@ -48,15 +48,16 @@ static bool comm_matches(const char *want, const char *comm)
 }
 
 /* Arguments joined by spaces, or the name for processes without one
- * (kernel threads, zombies, processes already gone). */
-static void command_line(const struct wc_selector *s, uint32_t tgid,
+ * (kernel threads, zombies, processes already gone or in the middle of an
+ * exec); returns false in that case. */
+static bool command_line(const struct wc_selector *s, uint32_t tgid,
 			 const char *comm, char *buf, size_t len)
 {
 	long i, n = s->cmdline(tgid, buf, len - 1);
 
 	if (n <= 0) {
 		snprintf(buf, len, "%.*s", COMM_LEN, comm);
-		return;
+		return false;
 	}
 	while (n > 0 && buf[n - 1] == '\0')
 		n--;
@@ -64,11 +65,12 @@ static void command_line(const struct wc_selector *s, uint32_t tgid,
 		if (buf[i] == '\0')
 			buf[i] = ' ';
 	buf[n] = '\0';
+	return true;
 }
 
 enum wc_verdict wc_select(const struct wc_selector *s, uint32_t tgid,
 			  const char *comm, bool kthread, size_t *index,
-			  char *name)
+			  char *name, bool *unsure)
 {
 	const struct wc_config *cfg = s->cfg;
 	char cmd[CMDLINE_MAX];
@@ -77,9 +79,11 @@ enum wc_verdict wc_select(const struct wc_selector *s, uint32_t tgid,
 
 	if (cfg->only_tgid && tgid != cfg->only_tgid)
 		return WC_SEL_DROP;
+	*unsure = false;
 	snprintf(safe_comm, sizeof(safe_comm), "%.*s", COMM_LEN - 1, comm);
 	if (s->need_cmdline)
-		command_line(s, tgid, safe_comm, cmd, sizeof(cmd));
+		*unsure = !command_line(s, tgid, safe_comm, cmd, sizeof(cmd)) &&
+			  !kthread;
 	for (i = 0; i < cfg->nsel; i++) {
 		const struct wc_selection *sel = &cfg->sel[i];
 		bool hit = sel->is_regex

@@ -27,8 +27,9 @@ enum wc_verdict {
 	WC_SEL_DROP,
 };
 
-/* Fills buf with the NUL-separated command line; returns its length, or -1
- * when it cannot be read (the process is gone, or it has none). */
+/* Fills buf with the NUL-separated command line; returns its length (0 when
+ * the process has none: a zombie leader, or one in the middle of an exec),
+ * or -1 when it cannot be read (the process is gone). */
 typedef long (*wc_cmdline_fn)(uint32_t tgid, char *buf, size_t len);
 
 struct wc_selector {
@@ -41,10 +42,13 @@ void wc_selector_init(struct wc_selector *s, const struct wc_config *cfg,
 		      wc_cmdline_fn cmdline);
 
 /* comm: the thread group leader's name (not necessarily NUL-terminated,
- * at most 16 bytes).  name must hold WC_NAME_MAX bytes. */
+ * at most 16 bytes).  name must hold WC_NAME_MAX bytes.  *unsure is set
+ * when a ProcessMatch had only the name to go by for a user process: an
+ * exec sets the new name before the new command line, so the caller should
+ * ask again a little later. */
 enum wc_verdict wc_select(const struct wc_selector *s, uint32_t tgid,
 			  const char *comm, bool kthread, size_t *index,
-			  char *name);
+			  char *name, bool *unsure);
 
 /* The default reader: /proc/TGID/cmdline. */
 long wc_proc_cmdline(uint32_t tgid, char *buf, size_t len);

@@ -26,12 +26,14 @@ struct fix {
 	struct wc_config cfg;
 	struct wc_selector sel;
 	struct wc_account *a;
+	wc_cmdline_fn cmdline;
 };
 
 static void fix_config(struct fix *f)
 {
 	wc_config_init(&f->cfg);
 	f->a = NULL;
+	f->cmdline = no_cmdline;
 }
 
 /* After fix_config and any selections; on failure, frees the config. */
@@ -43,7 +45,7 @@ static bool fix_start(struct fix *f, uint32_t max_threads, uint32_t max_groups)
 		.selector = &f->sel,
 	};
 
-	wc_selector_init(&f->sel, &f->cfg, no_cmdline);
+	wc_selector_init(&f->sel, &f->cfg, f->cmdline);
 	if (wc_account_new(&o, &f->a) == 0)
 		return true;
 	printf("  wc_account_new(%u, %u) failed\n", max_threads, max_groups);
@@ -803,6 +805,64 @@ static void test_other_only_when_used(void)
 	fix_free(&f);
 }
 
+/* Process 5's command line: none until `exec_done` (an exec sets the name
+ * before the arguments), then java's. */
+static bool exec_done;
+static int exec_reads;
+
+static long cmdline_after_exec(uint32_t tgid, char *buf, size_t len)
+{
+	static const char argv[] = "java\0-jar\0app.jar\0";
+
+	exec_reads++;
+	if (tgid != 5 || !exec_done)
+		return tgid == 5 ? 0 : -1;
+	if (len < sizeof(argv) - 1)
+		return -1;
+	memcpy(buf, argv, sizeof(argv) - 1);
+	return (long)sizeof(argv) - 1;
+}
+
+static bool fix_mid_exec(struct fix *f)
+{
+	fix_config(f);
+	add_selection(f, "ProcessMatch", "jvm", "^java -jar");
+	f->cfg.unmatched_other = false;
+	f->cmdline = cmdline_after_exec;
+	exec_done = false;
+	exec_reads = 0;
+	return fix_start(f, 1024, 50);
+}
+
+/* Seen between the exec's new name and its new arguments, a process is
+ * decided by name (dropped here) and asked again at the next read. */
+static void test_match_caught_in_exec(void)
+{
+	struct fix f;
+
+	if (!fix_mid_exec(&f))
+		return;
+	READ(&f, solo(5, "java", 10, 0));
+	GROUP(&f, "jvm", 0, 0);
+	exec_done = true;
+	READ(&f, solo(5, "java", 25, 0));
+	GROUP(&f, "jvm", 15, 1);
+	read_empty(&f, 1);
+	READ(&f, solo(5, "java", 40, 0));
+	GROUP(&f, "jvm", 30, 1);
+	CHECK(exec_reads == 2);
+	fix_free(&f);
+	/* One that never shows arguments (a zombie leader) is asked a bounded
+	 * number of times. */
+	if (!fix_mid_exec(&f))
+		return;
+	for (int i = 1; i <= 10; i++)
+		READ(&f, solo(5, "java", 10 * (uint64_t)i, 0));
+	GROUP(&f, "jvm", 0, 0);
+	CHECK(exec_reads == 4);
+	fix_free(&f);
+}
+
 static void test_kernel_threads_fold(void)
 {
 	struct fix f;
@@ -842,5 +902,6 @@ int main(void)
 	RUN(test_explicit_dispatched_idle);
 	RUN(test_other_only_when_used);
 	RUN(test_kernel_threads_fold);
+	RUN(test_match_caught_in_exec);
 	return check_done();
 }

@@ -61,6 +61,7 @@ struct sel {
 	struct wc_selector s;
 	char name[WC_NAME_MAX];
 	size_t index;
+	bool unsure;
 };
 
 static void sel_init(struct sel *t)
@@ -108,7 +109,8 @@ static enum wc_verdict pick(struct sel *t, uint32_t tgid, const char *comm,
 	t->index = 999;
 	memset(t->name, 'X', sizeof(t->name) - 1);
 	t->name[sizeof(t->name) - 1] = '\0';
-	return wc_select(&t->s, tgid, c, kthread, &t->index, t->name);
+	return wc_select(&t->s, tgid, c, kthread, &t->index, t->name,
+			 &t->unsure);
 }
 
 static void expect(int line, struct sel *t, enum wc_verdict got,
@@ -220,14 +222,16 @@ static void test_comm_without_nul(void)
 	sel_init(&t);
 	sel_ready(&t);
 	t.index = 999;
-	expect(__LINE__, &t, wc_select(&t.s, 1, comm, false, &t.index, t.name),
+	expect(__LINE__, &t,
+	       wc_select(&t.s, 1, comm, false, &t.index, t.name, &t.unsure),
 	       WC_SEL_AUTO, 0, "abcdefghijklmno");
 	wc_config_free(&t.cfg);
 	sel_init(&t);
 	add_sel(&t, "abcdefghijklmnop", NULL);
 	add_sel(&t, "re", "^abcdefghijklmno$");
 	sel_ready(&t);
-	expect(__LINE__, &t, wc_select(&t.s, 1, comm, false, &t.index, t.name),
+	expect(__LINE__, &t,
+	       wc_select(&t.s, 1, comm, false, &t.index, t.name, &t.unsure),
 	       WC_SEL_EXPLICIT, 0, "abcdefghijklmnop");
 	free(comm);
 	wc_config_free(&t.cfg);
@@ -252,7 +256,18 @@ static void test_regex_command_line(void)
 	EXPECT(&t, 999, "python3", false, WC_SEL_EXPLICIT, 1, "py");
 	EXPECT(&t, 104, "python3", false, WC_SEL_EXPLICIT, 1, "py");
 	EXPECT(&t, 999, "java", false, WC_SEL_OTHER, 0, "");
+	CHECK(t.unsure);
 	CHECK(reader_calls == 6);
+	/* Decided by name alone: the caller asks again, except for kernel
+	 * threads, which never have arguments. */
+	EXPECT(&t, 104, "python3", false, WC_SEL_EXPLICIT, 1, "py");
+	CHECK(t.unsure);
+	EXPECT(&t, 100, "java", false, WC_SEL_EXPLICIT, 0, "jvm");
+	CHECK(!t.unsure);
+	EXPECT(&t, 101, "python3", false, WC_SEL_OTHER, 0, "");
+	CHECK(!t.unsure);
+	EXPECT(&t, 104, "python3", true, WC_SEL_EXPLICIT, 1, "py");
+	CHECK(!t.unsure);
 	wc_config_free(&t.cfg);
 }
 
@@ -294,6 +309,7 @@ static void test_unmatched(void)
 	add_sel(&t, "nginx", NULL);
 	sel_ready(&t);
 	EXPECT(&t, 1, "bash", false, WC_SEL_OTHER, 0, "");
+	CHECK(!t.unsure); /* a name is final from the exec on */
 	/* Selections replace automatic grouping, kernel threads included. */
 	EXPECT(&t, 2, "kworker/0:1", true, WC_SEL_OTHER, 0, "");
 	drop_unmatched(&t);
