@@ -152,8 +152,14 @@ class Collectd:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         _cleanups.append(self.kill)
         if wait_first_read:
+            # loading takes 1-3 s here, but 20 s and more in an emulated
+            # guest beside two CPU hogs: a collectd that dies says so at
+            # once
+            t0 = time.time()
             ok = wait_until(lambda: self.log().count("entering read-loop")
-                            > seen or self.proc.poll() is not None, 20)
+                            > seen or self.proc.poll() is not None, 180)
+            if time.time() - t0 > 10:
+                print(f"# collectd took {time.time() - t0:.0f} s to start")
             if not ok or self.proc.poll() is not None:
                 raise RuntimeError("collectd did not start:\n" + self.log()
                                    + self.output())
