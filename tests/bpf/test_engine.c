@@ -459,9 +459,29 @@ static void test_short_lived_threads(void)
 	g = find(&o.groups, "wce_churn");
 	CHECK(g != NULL);
 	/* against the kernel's own total at the death (the workload's
-	 * getrusage misses its report and exit: 3 % on a slow VM) */
-	if (g)
-		CHECK_NEAR(g->time_ns[WC_T_ONCPU], o.report.died_ns, 0.03);
+	 * getrusage misses its report and exit: 3 % on a slow VM).  That
+	 * total is taken as each thread leaves its group, and the thread
+	 * runs on to its last switch-out, which its final record counts:
+	 * microseconds here, a third of a millisecond a thread in an
+	 * emulated guest beside busy CPUs (+3.4 % over 300 threads once),
+	 * so the plugin may be above it by up to 0.5 ms a thread. */
+	if (g) {
+		double on = (double)g->time_ns[WC_T_ONCPU];
+		double died = (double)o.report.died_ns;
+		double tail = 0.5e6 * (double)o.self.bpf.v[WC_CNT_EXITS];
+
+		printf("# wce_churn: on-CPU %.4f s, at the death %.4f s "
+		       "(%+.2f %%), %llu exits host-wide\n",
+		       on / 1e9, died / 1e9, 100.0 * (on - died) / died,
+		       (unsigned long long)o.self.bpf.v[WC_CNT_EXITS]);
+
+		if (on < died * 0.97 || on > died * 1.03 + tail) {
+			printf("  on-CPU %.0f ns, at the death %.0f ns: want "
+			       "-3 %% to +3 %% and %.0f ns\n",
+			       on, died, tail);
+			check_cur_failed = 1;
+		}
+	}
 	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 300);
 	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
 	CHECK(o.self.acct.threads_lost == 0);
