@@ -474,13 +474,7 @@ static void test_short_lived_threads(void)
 		       "(%+.2f %%), %llu exits host-wide\n",
 		       on / 1e9, died / 1e9, 100.0 * (on - died) / died,
 		       (unsigned long long)o.self.bpf.v[WC_CNT_EXITS]);
-
-		if (on < died * 0.97 || on > died * 1.03 + tail) {
-			printf("  on-CPU %.0f ns, at the death %.0f ns: want "
-			       "-3 %% to +3 %% and %.0f ns\n",
-			       on, died, tail);
-			check_cur_failed = 1;
-		}
+		CHECK(on >= died * 0.97 && on <= died * 1.03 + tail);
 	}
 	CHECK(o.self.bpf.v[WC_CNT_EXITS] >= 300);
 	CHECK(o.self.bpf.v[WC_CNT_EXITS_DROPPED] == 0);
