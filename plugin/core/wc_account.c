@@ -72,6 +72,7 @@ struct group {
 	uint32_t held_reads;
 	uint64_t read_lo, read_hi; /* its processes' stamps, this read (hi 0:
 				      none) */
+	bool unflushed; /* grew since the last wc_account_flushed() */
 };
 
 /* A slab of fixed-size entries with a free list; entries are scanned only
@@ -713,7 +714,11 @@ static void age_groups(struct wc_account *a)
 		g->idle_reads = g->threads ? 0 : g->idle_reads + 1;
 		g->score += busy_of(g->d_ns) - (g->score >> SCORE_SHIFT);
 		g->held_reads++;
-		if (i > a->other && g->procs == 0 &&
+		for (k = 0; k < WC_NSLOTS; k++)
+			g->unflushed |= g->d_ns[k] > 0;
+		/* a group that grew since the last file stays until the next:
+		 * its growth goes into that file, not its weights alone */
+		if (i > a->other && g->procs == 0 && !g->unflushed &&
 		    g->idle_reads >= EVICT_AFTER_READS)
 			g->used = false;
 	}
@@ -747,6 +752,14 @@ static bool dispatched(const struct wc_account *a, uint32_t i)
 	if (!a->groups[i].used)
 		return false;
 	return i != a->other || a->other_used;
+}
+
+void wc_account_flushed(struct wc_account *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->ngroups; i++)
+		a->groups[i].unflushed = false;
 }
 
 void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg)

@@ -81,6 +81,9 @@ void wc_account_end(struct wc_account *a);
 
 typedef void (*wc_group_fn)(void *arg, const struct wc_group_view *g);
 void wc_account_foreach(const struct wc_account *a, wc_group_fn fn, void *arg);
+/* The groups' growth so far is in a file: a group with no process left
+ * may give up its slot only after this (with stacks off, every read). */
+void wc_account_flushed(struct wc_account *a);
 void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out);
 
 /* The group a process's time went to in the last read, NULL if it is

@@ -319,6 +319,8 @@ static int read_locked(struct wc_engine *e, bool flushing, char *err,
 		rc = wc_collector_charge_waits(e->collector, WAIT_WALKS, err,
 					       errlen);
 	wc_account_end(e->account);
+	if (!e->stacks)
+		wc_account_flushed(e->account);
 	/* after the accounting: processes that died in this read are still
 	 * known, and new ones have their group; the values are not sent
 	 * yet, so their processes are noted at the next drain, not now */
@@ -376,6 +378,7 @@ static int flush_window(struct wc_engine *e, time_t when, unsigned sym_ms,
 	wc_flush_begin(e->flush);
 	wc_flush_allow(e->flush, sym_ms);
 	wc_account_foreach(e->account, flush_group, e->flush);
+	wc_account_flushed(e->account);
 	pthread_mutex_unlock(&e->lock);
 	/* the long part (symbols, files) touches neither the account nor
 	 * the collector: exits drain meanwhile, or a slow flush would fill

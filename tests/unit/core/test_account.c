@@ -27,6 +27,7 @@ struct fix {
 	struct wc_selector sel;
 	struct wc_account *a;
 	wc_cmdline_fn cmdline;
+	bool unflushed; /* reads are not followed by a file */
 };
 
 static void fix_config(struct fix *f)
@@ -34,6 +35,7 @@ static void fix_config(struct fix *f)
 	wc_config_init(&f->cfg);
 	f->a = NULL;
 	f->cmdline = no_cmdline;
+	f->unflushed = false;
 }
 
 /* After fix_config and any selections; on failure, frees the config. */
@@ -121,6 +123,9 @@ static void read_recs(struct fix *f, const struct wc_task_rec *r, size_t n)
 	for (i = 0; i < n; i++)
 		wc_account_record(f->a, &r[i]);
 	wc_account_end(f->a);
+	/* a file after every read, unless the test says otherwise */
+	if (!f->unflushed)
+		wc_account_flushed(f->a);
 }
 
 #define READ(f, ...)                                                           \
@@ -660,6 +665,31 @@ static void test_max_groups(void)
 	fix_free(&f);
 }
 
+/* A group whose last growth no file has taken keeps its slot until one
+ * has: evicted before, its window would reach the file as weights with
+ * no total. */
+static void test_kept_until_flushed(void)
+{
+	struct fix f;
+	uint64_t read;
+
+	if (!fix_new(&f, 1024, 2))
+		return;
+	f.unflushed = true;
+	busy_read(&f, 1);
+	busy_read(&f, 2);
+	/* mysql and java died at read 2: idle five reads and more */
+	for (read = 3; read <= 9; read++)
+		busy_read(&f, read);
+	GROUP(&f, "mysql", 100, 0);
+	GROUP(&f, "java", 80, 0);
+	wc_account_flushed(f.a);
+	busy_read(&f, 10);
+	ABSENT(&f, "mysql");
+	ABSENT(&f, "java");
+	fix_free(&f);
+}
+
 /* A single-threaded process that has run on_ms and slept sleep_ms. */
 static struct wc_task_rec timed(uint32_t id, const char *comm, uint64_t on_ms,
 				uint64_t sleep_ms)
@@ -895,6 +925,7 @@ int main(void)
 	RUN(test_table_bound_processes);
 	RUN(test_churn);
 	RUN(test_max_groups);
+	RUN(test_kept_until_flushed);
 	RUN(test_busy_takes_slot);
 	RUN(test_read_stamps);
 	RUN(test_explicit_selections);
