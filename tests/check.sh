@@ -68,6 +68,10 @@ else
 	failed=$((failed + 1))
 fi
 
+# the unwind tables against binutils' reading of real binaries
+run "cfi readelf" python3 tests/unit/sym/cfi_readelf.py \
+	"$BUILD/tests/unit/sym/test_cfi"
+
 # The folders of plugin/ call only downwards
 run "layers" python3 tests/layers.py
 # the C sources are laid out as .clang-format says

@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
 	# build
 	build-essential autoconf automake libtool pkg-config
-	clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libiberty-dev
+	clang llvm bpftool libbpf-dev libelf-dev libdw-dev zlib1g-dev libiberty-dev
 	collectd-core collectd-dev
 	# run and test (libc6-dbg names libc's internal functions)
 	collectd-utils rrdtool python3 linux-perf util-linux procps libc6-dbg

@@ -217,6 +217,12 @@ int wc_fetch_maps(struct wc_fetch_ctx *c, pid_t pid, uint64_t known_sig,
 
 /* --- mapped files and their debug files ------------------------------------ */
 
+static bool is_map_file(const struct wc_proc_map *m, const struct stat *st)
+{
+	return st->st_ino == m->ino && major(st->st_dev) == m->dev_major &&
+	       minor(st->st_dev) == m->dev_minor;
+}
+
 /* Open the file behind mapping m of pid: map_files first (deleted files,
  * other mount namespaces), else the path in its root if it is still the
  * same file. */
@@ -237,9 +243,7 @@ static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
 	fd = wc_proc_open_in_root(c->proc_root, pid, m->path, 0, st);
 	if (fd < 0 && errno == EINVAL)
 		c->refused++;
-	if (fd >= 0 &&
-	    (st->st_ino != m->ino || major(st->st_dev) != m->dev_major ||
-	     minor(st->st_dev) != m->dev_minor)) {
+	if (fd >= 0 && !is_map_file(m, st)) {
 		close(fd);
 		fd = -1;
 	}
@@ -271,6 +275,39 @@ int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
 	image_of(&e, &st, out, &info);
 	wc_elf_close(&e);
 	return 0;
+}
+
+int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
+		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
+{
+	struct wc_elf_info info;
+	struct stat st;
+	struct wc_elf e;
+	uint64_t refused = c->refused;
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	fd = open_mapped(c, pid, m, &st);
+	if (fd < 0) {
+		errno = c->refused != refused ? EACCES : ESRCH;
+		return -1;
+	}
+	/* A table is kept under m's key: never build another file's. */
+	if (!is_map_file(m, &st)) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	if (wc_elf_open_fd(&e, fd)) {
+		errno = EINVAL;
+		return -1;
+	}
+	rc = wc_elf_read_info(&e, &info)	 ? EINVAL
+	     : wc_cfi_build(&e, &info, lim, out) ? errno
+						 : 0;
+	wc_elf_close(&e);
+	errno = rc;
+	return rc ? -1 : 0;
 }
 
 /* Where debug files are looked for, and which binary they are for. */

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "sym/wc_sym_cfi.h"
 #include "sym/wc_sym_elf.h"
 #include "sym/wc_sym_proc.h"
 #include "sym/wc_sym_tab.h"
@@ -107,6 +108,18 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
 		  uint64_t end, char **image, struct wc_fetch_image *img,
 		  struct wc_symtab *t);
 #define WC_FETCH_VDSO_MAX (1024 * 1024)
+
+/*
+ * The unwind table of mapping m of pid (wc_sym_cfi), from the file the
+ * mapping shows now, under lim.  0, or -1 with errno: ESRCH (the process
+ * or its mapping is gone), ESTALE (the file there now is not m's device
+ * and inode: a process may have mapped another at the same range), EACCES
+ * (refused by the rules), or wc_cfi_build's (ENOENT: no CFI; EFBIG,
+ * E2BIG: over the limits; ETIME: over the CPU time; EINVAL: no x86-64
+ * ELF file).
+ */
+int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
+		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out);
 
 /* Which perf map was read, to read it again only when it changed. */
 struct wc_file_id {

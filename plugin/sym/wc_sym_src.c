@@ -50,7 +50,7 @@ struct culprit {
 
 struct wc_sym_src {
 	char *helper, *proc_root, *debug_root;
-	unsigned deadline_ms;
+	unsigned deadline_ms, share;
 	struct wc_fetch_ctx ctx; /* the reads in this process, and counts */
 	pid_t child;
 	int pidfd; /* the helper's: never a pid that may be reused */
@@ -91,6 +91,7 @@ struct wc_sym_src *wc_sym_src_new(const struct wc_sym_src_opts *o)
 		s->zombies[i] = -1;
 	s->deadline_ms = o->deadline_ms ? o->deadline_ms
 					: WC_SYM_SRC_DEADLINE_MS;
+	s->share = o->share ? o->share : SHARE_DIVISOR;
 	s->helper = o->helper ? strdup(o->helper) : NULL;
 	s->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
 	s->debug_root =
@@ -498,14 +499,13 @@ static void begin(struct wc_sym_src *s, enum wc_wire_op op)
 }
 
 /* The long-run share: time since the last call earns a twentieth of
- * it. */
+ * it (or the share the caller chose). */
 static bool may_call(struct wc_sym_src *s)
 {
 	uint64_t now = mono_ns();
 
 	if (s->refilled_ns)
-		s->tokens_ns +=
-			(int64_t)((now - s->refilled_ns) / SHARE_DIVISOR);
+		s->tokens_ns += (int64_t)((now - s->refilled_ns) / s->share);
 	if (s->tokens_ns > BURST_NS)
 		s->tokens_ns = BURST_NS;
 	s->refilled_ns = now;
@@ -750,6 +750,33 @@ int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid, uid_t euid,
 		return WC_PERFMAP_OVER;
 	}
 	return rc;
+}
+
+int wc_sym_src_cfi(struct wc_sym_src *s, pid_t pid, const struct wc_proc_map *m,
+		   const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
+{
+	struct culprit c;
+	struct wc_rbuf r;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!s->helper) {
+		rc = wc_fetch_cfi(&s->ctx, pid, m, lim, out);
+		add_counts(s);
+		return rc;
+	}
+	put_file(s, WC_OP_CFI, pid, m, &c);
+	wc_wire_put_cfi_limits(&s->req, lim);
+	rc = call(s, &c, &r);
+	if (rc == -1)
+		return -1; /* errno says */
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	if (rc > 0 || !wc_wire_get_cfi(&r, lim->rows_max, out))
+		return broken(s, &c);
+	return 0;
 }
 
 void wc_sym_src_stats(const struct wc_sym_src *s, struct wc_sym_src_stats *out)

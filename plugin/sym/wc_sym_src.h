@@ -37,6 +37,7 @@ struct wc_sym_src_opts {
 	const char *proc_root;	/* default "/proc" */
 	const char *debug_root; /* default "/usr/lib/debug" */
 	unsigned deadline_ms;	/* 0: WC_SYM_SRC_DEADLINE_MS */
+	unsigned share;		/* 1/share of the time, 0: a twentieth */
 };
 
 struct wc_sym_src;
@@ -69,6 +70,11 @@ int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
 int wc_sym_src_perfmap(struct wc_sym_src *s, pid_t pid, pid_t nspid, uid_t euid,
 		       const struct wc_file_id *known, struct wc_symtab *t,
 		       struct wc_file_id *id);
+
+/* The unwind table of mapping m of pid, as wc_fetch_cfi (its errnos),
+ * or EAGAIN as above. */
+int wc_sym_src_cfi(struct wc_sym_src *s, pid_t pid, const struct wc_proc_map *m,
+		   const struct wc_cfi_limits *lim, struct wc_cfi_table *out);
 
 /* From now on, calls may start while they have taken less than ms in all
  * (0: none; WC_SYM_UNLIMITED, as at the start: no limit; WC_SYM_WHOLE):

@@ -314,6 +314,70 @@ bool wc_wire_get_symtab(struct wc_rbuf *r, struct wc_symtab *t)
 	return true;
 }
 
+void wc_wire_put_cfi_limits(struct wc_wbuf *b, const struct wc_cfi_limits *l)
+{
+	wc_wbuf_u64(b, l->section_max);
+	wc_wbuf_u64(b, l->rows_max);
+	wc_wbuf_u64(b, l->fde_rows_max);
+	wc_wbuf_u64(b, l->cpu_ns);
+}
+
+static uint64_t at_most(uint64_t v, uint64_t max)
+{
+	return v < max ? v : max;
+}
+
+bool wc_wire_get_cfi_limits(struct wc_rbuf *r, struct wc_cfi_limits *l)
+{
+	l->section_max = (size_t)at_most(wc_rbuf_u64(r), WC_CFI_SECTION_MAX);
+	l->rows_max = (size_t)at_most(wc_rbuf_u64(r), WC_CFI_ROWS_MAX);
+	l->fde_rows_max =
+		(unsigned)at_most(wc_rbuf_u64(r), WC_CFI_FDE_ROWS_MAX);
+	l->cpu_ns = at_most(wc_rbuf_u64(r), WC_CFI_CPU_NS_MAX);
+	return !r->failed;
+}
+
+void wc_wire_put_cfi(struct wc_wbuf *b, const struct wc_cfi_table *t)
+{
+	wc_wbuf_u64(b, t->stats.fdes);
+	wc_wbuf_u64(b, t->stats.fdes_skipped);
+	wc_wbuf_u64(b, t->stats.unsupported);
+	wc_wbuf_u64(b, t->n);
+	wc_wbuf_bytes(b, t->rows, t->n * sizeof(*t->rows));
+}
+
+bool wc_wire_get_cfi(struct wc_rbuf *r, size_t rows_max, struct wc_cfi_table *t)
+{
+	const void *rows;
+	uint64_t n;
+
+	memset(t, 0, sizeof(*t));
+	t->stats.fdes = (size_t)wc_rbuf_u64(r);
+	t->stats.fdes_skipped = (size_t)wc_rbuf_u64(r);
+	t->stats.unsupported = (size_t)wc_rbuf_u64(r);
+	n = wc_rbuf_u64(r);
+	if (r->failed || n == 0 || n > rows_max ||
+	    n > (r->len - r->at) / sizeof(*t->rows)) {
+		r->failed = true;
+		return false;
+	}
+	rows = wc_rbuf_bytes(r, (size_t)n * sizeof(*t->rows));
+	t->rows = rows ? malloc((size_t)n * sizeof(*t->rows)) : NULL;
+	if (!t->rows) {
+		r->failed = rows == NULL;
+		return false;
+	}
+	memcpy(t->rows, rows, (size_t)n * sizeof(*t->rows));
+	t->n = t->cap = (size_t)n;
+	if (!wc_cfi_valid(t->rows, t->n)) {
+		free(t->rows);
+		memset(t, 0, sizeof(*t));
+		r->failed = true;
+		return false;
+	}
+	return true;
+}
+
 void wc_wire_put_file_id(struct wc_wbuf *b, const struct wc_file_id *id)
 {
 	wc_wbuf_u64(b, id->dev);

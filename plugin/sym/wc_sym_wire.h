@@ -28,11 +28,12 @@ enum wc_wire_op {
 	WC_OP_SYMBOLS,	/* pid, map, budget -> table */
 	WC_OP_VDSO,	/* pid, start, end, budget -> hash, image, table */
 	WC_OP_PERFMAP,	/* pid, nspid, euid, known id, budget -> id, table */
+	WC_OP_CFI,	/* pid, map, limits -> unwind table */
 };
 
 /* The helper is started with it, and exits with WC_WIRE_EXIT_VERSION if
  * it speaks another (a plugin upgraded without its helper). */
-#define WC_WIRE_VERSION 1
+#define WC_WIRE_VERSION 2
 #define WC_WIRE_EXIT_VERSION 3
 
 #define WC_WIRE_REQ_HEAD 8
@@ -85,6 +86,13 @@ bool wc_wire_get_image(struct wc_rbuf *r, struct wc_fetch_image *img);
 void wc_wire_put_symtab(struct wc_wbuf *b, const struct wc_symtab *t);
 /* Into t, initialised with its budget by the caller. */
 bool wc_wire_get_symtab(struct wc_rbuf *r, struct wc_symtab *t);
+/* Limits are clamped to what wc_sym_cfi.h allows anyone. */
+void wc_wire_put_cfi_limits(struct wc_wbuf *b, const struct wc_cfi_limits *l);
+bool wc_wire_get_cfi_limits(struct wc_rbuf *r, struct wc_cfi_limits *l);
+void wc_wire_put_cfi(struct wc_wbuf *b, const struct wc_cfi_table *t);
+/* Into t (its rows then the caller's): 1 to rows_max valid rows. */
+bool wc_wire_get_cfi(struct wc_rbuf *r, size_t rows_max,
+		     struct wc_cfi_table *t);
 void wc_wire_put_file_id(struct wc_wbuf *b, const struct wc_file_id *id);
 bool wc_wire_get_file_id(struct wc_rbuf *r, struct wc_file_id *id);
 

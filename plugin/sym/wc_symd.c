@@ -32,6 +32,8 @@
 #include "sym/wc_sym_wire.h"
 
 #define SOCK_FD 3
+/* Not an rc any op returns (WC_OP_CFI returns -errno). */
+#define OP_UNKNOWN INT32_MIN
 /* The parent's watcher only waits. */
 #define WATCHER_STACK (64 * 1024)
 
@@ -142,6 +144,23 @@ static int op_perfmap(struct wc_rbuf *r, struct wc_wbuf *out)
 	return rc;
 }
 
+/* Failures as -errno, so that the caller can tell them apart. */
+static int op_cfi(struct wc_rbuf *r, struct wc_wbuf *out)
+{
+	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	struct wc_cfi_limits lim;
+	struct wc_cfi_table t;
+	struct wc_proc_map m;
+
+	if (!wc_wire_get_map(r, &m) || !wc_wire_get_cfi_limits(r, &lim))
+		return -EINVAL;
+	if (wc_fetch_cfi(&ctx, pid, &m, &lim, &t))
+		return errno > 1 ? -errno : -EACCES;
+	wc_wire_put_cfi(out, &t);
+	wc_cfi_free(&t);
+	return 0;
+}
+
 static int dispatch(uint32_t op, struct wc_rbuf *r, struct wc_wbuf *out)
 {
 	switch (op) {
@@ -155,8 +174,10 @@ static int dispatch(uint32_t op, struct wc_rbuf *r, struct wc_wbuf *out)
 		return op_vdso(r, out);
 	case WC_OP_PERFMAP:
 		return op_perfmap(r, out);
+	case WC_OP_CFI:
+		return op_cfi(r, out);
 	default:
-		return -2;
+		return OP_UNKNOWN;
 	}
 }
 
@@ -209,7 +230,7 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 	wc_wbuf_reset(out, WC_WIRE_REPLY_HEAD);
 	ctx.refused = ctx.over_bounds = ctx.too_big = 0;
 	rc = dispatch(head[1], &r, out);
-	if (rc == -2 || out->failed)
+	if (rc == OP_UNKNOWN || out->failed)
 		return false;
 	fields[0] = (uint32_t)rc;
 	fields[1] = (uint32_t)ctx.refused;

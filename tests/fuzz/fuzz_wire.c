@@ -3,8 +3,8 @@
  * them.  The helper parses hostile files, so a helper that a crafted file
  * took over can send anything: what collectd keeps must still be
  * consistent (mappings in order and not empty, paths inside their buffer,
- * tables sorted and within budget).  The first byte picks the sequence
- * of parts to decode.
+ * tables sorted and within budget).  The first two bytes pick the
+ * sequence of parts to decode.
  */
 #include <string.h>
 
@@ -65,6 +65,31 @@ static void symtab(struct wc_rbuf *r)
 	wc_symtab_free(&t);
 }
 
+static void cfi(struct wc_rbuf *r)
+{
+	struct wc_cfi_table t;
+	size_t i;
+
+	if (!wc_wire_get_cfi(r, 4096, &t))
+		return;
+	FUZZ_ASSERT(t.n >= 1 && t.n <= 4096);
+	for (i = 0; i < t.n; i++)
+		FUZZ_ASSERT(wc_cfi_find(&t, t.rows[i].off) == &t.rows[i]);
+	wc_cfi_free(&t);
+}
+
+static void cfi_limits(struct wc_rbuf *r)
+{
+	struct wc_cfi_limits l;
+
+	if (!wc_wire_get_cfi_limits(r, &l))
+		return;
+	FUZZ_ASSERT(l.rows_max <= WC_CFI_ROWS_MAX &&
+		    l.section_max <= WC_CFI_SECTION_MAX &&
+		    l.fde_rows_max <= WC_CFI_FDE_ROWS_MAX &&
+		    l.cpu_ns <= WC_CFI_CPU_NS_MAX);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct wc_file_id id;
@@ -72,17 +97,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	unsigned plan, i;
 	char *copy;
 
-	if (size < 1)
+	if (size < 2)
 		return 0;
 	/* a reply lands in a malloc'ed buffer: ASan sees any read past it */
-	copy = malloc(size - 1 ? size - 1 : 1);
+	copy = malloc(size - 2 ? size - 2 : 1);
 	if (!copy)
 		abort();
-	memcpy(copy, data + 1, size - 1);
-	wc_rbuf_init(&r, copy, size - 1);
-	plan = data[0];
-	for (i = 0; i < 4 && !r.failed; i++, plan >>= 2) {
-		switch (plan & 3) {
+	memcpy(copy, data + 2, size - 2);
+	wc_rbuf_init(&r, copy, size - 2);
+	plan = data[0] | (unsigned)data[1] << 8;
+	for (i = 0; i < 4 && !r.failed; i++, plan >>= 3) {
+		switch (plan & 7) {
+		case 4:
+			cfi(&r);
+			break;
+		case 5:
+			cfi_limits(&r);
+			break;
 		case 0:
 			maps(&r);
 			break;

@@ -34,7 +34,7 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 
 # The code under test: every parser of outside input and what it needs.
-CORE=(sym/wc_sym_tab sym/wc_sym_elf sym/wc_sym_perfmap sym/wc_sym_kallsyms
+CORE=(sym/wc_sym_tab sym/wc_sym_elf sym/wc_sym_cfi sym/wc_sym_perfmap sym/wc_sym_kallsyms
 	sym/wc_sym_proc sym/wc_sym_wire sym/wc_sym_fetch core/wc_config
 	core/wc_select util/wc_name util/wc_log cli/wc_merge stacks/wc_folded
 	render/wc_svg util/wc_text util/wc_budget util/wc_strtab
@@ -42,7 +42,7 @@ CORE=(sym/wc_sym_tab sym/wc_sym_elf sym/wc_sym_perfmap sym/wc_sym_kallsyms
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS="-g -O1 -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE
 	-I$SRC -I${WC_BUILD_DIR:-$SRC/build}/plugin -I$SRC/plugin $SAN"
-LIBS="$(pkg-config --libs libelf zlib)"
+LIBS="$(pkg-config --libs libdw libelf zlib)"
 
 build() {
 	local f o objs=()
