@@ -196,4 +196,44 @@ struct wc_counters {
 	__u64 v[WC_CNT_NR];
 };
 
+/*
+ * Unwind tables (plugin/unwind).  A mapped file is named as the kernel
+ * sees it; its rows (the layout of plugin/sym/wc_sym_cfi.h's) sit in one
+ * memory-mapped array that only user space writes, at the place its
+ * entry in the files hash says.  A walk that meets a file with no entry
+ * asks for it with a want: the process that maps it and where, so that
+ * user space can open it through /proc/PID/map_files.
+ */
+struct wc_uw_key {
+	__u64 dev; /* the inode's superblock s_dev: major << 20 | minor */
+	__u64 ino;
+};
+
+struct wc_uw_row {
+	__u32 off; /* file offset of the first byte covered */
+	__u16 cfa;
+	__u8 rule; /* kind | frame-pointer rule << 4 */
+	__s8 fp_slot;
+};
+
+/* wc_uw_file.state */
+#define WC_UW_ROWS 0 /* rows [first, first + n) */
+#define WC_UW_NONE 1 /* no table (why says why): walk by frame pointers */
+
+struct wc_uw_file {
+	__u32 first;
+	__u32 n;
+	__u32 state;
+	__u32 why;
+	__u64 used_ns; /* bpf_ktime_get_ns() of the last walk that used it */
+};
+
+struct wc_uw_want {
+	__u32 pid;
+	__u32 pad;
+	__u64 start; /* the mapping: map_files/START-END */
+	__u64 end;
+	__u64 ns; /* bpf_ktime_get_ns() when asked */
+};
+
 #endif /* WALLCLOCK_BPF_H */

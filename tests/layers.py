@@ -16,7 +16,7 @@ LEVEL = {
     "util": 0,
     "format": 1,
     "core": 2, "sym": 2, "render": 2, "spool": 2,
-    "stacks": 3,
+    "stacks": 3, "unwind": 3,
     "engine": 4,
     "cli": 5, "collectd": 5,
 }

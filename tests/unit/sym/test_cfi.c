@@ -27,6 +27,7 @@
 #include "sym/wc_sym_cfi.h"
 #include "sym/wc_sym_fetch.h"
 #include "sym/wc_sym_src.h"
+#include "fixtures/cfi_run.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -424,68 +425,6 @@ static void test_corrupt(void)
 	free(orig);
 }
 
-/* A fixture run until stop_running: its pid, and its stdin to end it. */
-struct running {
-	pid_t pid;
-	int in;
-};
-
-static bool start_running(struct running *p, const char *name)
-{
-	char path[PATH_MAX], line[64];
-	int in[2], out[2];
-	FILE *f;
-
-	fmt(path, sizeof(path), "%s/%s", fxdir, name);
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
-		return false;
-	p->pid = fork();
-	if (p->pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		execl(path, path, "wait", (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	p->in = in[1];
-	f = fdopen(out[0], "r");
-	/* Its first line says it has started, mapped and all. */
-	if (!f || !fgets(line, sizeof(line), f)) {
-		if (f)
-			fclose(f);
-		return false;
-	}
-	fclose(f);
-	return true;
-}
-
-static void stop_running(struct running *p)
-{
-	close(p->in);
-	waitpid(p->pid, NULL, 0);
-}
-
-/* The mapping of pid whose path ends in name, executable. */
-static bool exec_map(struct wc_fetch_ctx *c, pid_t pid, const char *name,
-		     struct wc_fetch_maps *maps, struct wc_proc_map *m)
-{
-	size_t i, nl = strlen(name);
-
-	if (wc_fetch_maps(c, pid, 0, maps) != 0)
-		return false;
-	for (i = 0; i < maps->n; i++) {
-		const struct wc_proc_map *x = &maps->maps[i];
-
-		if (x->exec && x->pathlen >= nl &&
-		    strcmp(x->path + x->pathlen - nl, name) == 0) {
-			*m = *x;
-			return true;
-		}
-	}
-	return false;
-}
-
 static const char *helper_path(void)
 {
 	const char *h = wc_sym_src_default_helper();
@@ -510,14 +449,13 @@ static bool same_table(const struct wc_cfi_table *a,
 static void test_fetch(void)
 {
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
-	struct wc_fetch_ctx ctx = {.proc_root = "/proc",
-				   .debug_root = "/usr/lib/debug"};
 	struct wc_sym_src_opts o = {.deadline_ms = 10000, .share = 1};
 	struct wc_sym_src *srcs[2] = {NULL, NULL};
 	struct wc_fetch_maps maps = {0};
 	struct wc_cfi_table got;
 	struct wc_proc_map m, stale;
-	struct running p = {.pid = -1}, none = {.pid = -1};
+	struct cfi_running p = {.pid = -1}, none = {.pid = -1};
+	char path[PATH_MAX], path_none[PATH_MAX];
 	struct file f;
 	int i;
 
@@ -526,9 +464,11 @@ static void test_fetch(void)
 	o.helper = helper_path();
 	if (!o.helper)
 		SKIP("no wallclock-symd (set WALLCLOCK_SYMD)");
-	if (!build(&f, "cfx_nofp") || !start_running(&p, "cfx_nofp") ||
-	    !start_running(&none, "cfx_none") ||
-	    !exec_map(&ctx, p.pid, "/cfx_nofp", &maps, &m)) {
+	fmt(path, sizeof(path), "%s/cfx_nofp", fxdir);
+	fmt(path_none, sizeof(path_none), "%s/cfx_none", fxdir);
+	if (!build(&f, "cfx_nofp") || !cfi_start(&p, path) ||
+	    !cfi_start(&none, path_none) ||
+	    !cfi_exec_map(p.pid, "/cfx_nofp", &maps, &m)) {
 		CHECK(!"fixtures started");
 		goto out;
 	}
@@ -559,7 +499,7 @@ static void test_fetch(void)
 		CHECK(got.n == 0 && !got.rows);
 	}
 	wc_fetch_maps_free(&maps);
-	if (!exec_map(&ctx, none.pid, "/cfx_none", &maps, &m)) {
+	if (!cfi_exec_map(none.pid, "/cfx_none", &maps, &m)) {
 		CHECK(!"fixture without CFI mapped");
 		goto out;
 	}
@@ -572,36 +512,9 @@ out:
 	for (i = 0; i < 2; i++)
 		if (srcs[i])
 			wc_sym_src_free(srcs[i]);
-	if (p.pid > 0)
-		stop_running(&p);
-	if (none.pid > 0)
-		stop_running(&none);
+	cfi_stop(&p);
+	cfi_stop(&none);
 	close_file(&f);
-}
-
-static void build_fixtures(void)
-{
-	const char *env = getenv("WC_SYM_SRC"), *sd = getenv("srcdir");
-	const char *tmp = getenv("TMPDIR");
-	char src[PATH_MAX], cmd[3 * PATH_MAX];
-
-	if (env)
-		fmt(src, sizeof(src), "%s", env);
-	else
-		fmt(src, sizeof(src), "%s/tests/unit/sym/fixtures",
-		    sd ? sd : ".");
-	fmt(fxdir, sizeof(fxdir), "%s/wccfi.XXXXXX", tmp ? tmp : "/tmp");
-	if (!mkdtemp(fxdir)) {
-		fmt(fx_skip, sizeof(fx_skip), "mkdtemp: %s", strerror(errno));
-		return;
-	}
-	fmt(cmd, sizeof(cmd), "sh '%s/build_cfi.sh' '%s' >'%s/build.log' 2>&1",
-	    src, fxdir, fxdir);
-	if (system(cmd) != 0)
-		fmt(fx_skip, sizeof(fx_skip),
-		    "fixtures did not build (%s/build_cfi.sh, see %s/build.log;"
-		    " needs gcc and binutils)",
-		    src, fxdir);
 }
 
 static int dump(const char *path)
@@ -629,13 +542,11 @@ static int dump(const char *path)
 
 int main(int argc, char **argv)
 {
-	char cmd[PATH_MAX + 16];
-
 	elf_version(EV_CURRENT);
 	if (argc == 3 && strcmp(argv[1], "--dump") == 0)
 		return dump(argv[2]);
 	check_prog = "test_cfi";
-	build_fixtures();
+	cfi_fixtures(fxdir, sizeof(fxdir), fx_skip, sizeof(fx_skip));
 	RUN(test_frame_pointer_rules);
 	RUN(test_no_frame_pointer_rules);
 	RUN(test_outermost);
@@ -644,10 +555,7 @@ int main(int argc, char **argv)
 	RUN(test_fde_rows_max);
 	RUN(test_corrupt);
 	RUN(test_fetch);
-	if (!*fx_skip) {
-		fmt(cmd, sizeof(cmd), "rm -rf '%s'", fxdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", fxdir);
-	}
+	if (!*fx_skip)
+		cfi_fixtures_remove(fxdir);
 	return check_done();
 }

@@ -1,0 +1,456 @@
+/*
+ * test_unwind.c - the store of unwind tables against a fake kernel (an
+ * array of rows, a files table and a list of wants, as the BPF maps hold
+ * them), fed by real processes: the fixtures of build_cfi.sh, running.
+ * Tables are built in this process (the helper's side is test_cfi's).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "../sym/fixtures/cfi_run.h"
+#include "unwind/wc_unwind.h"
+
+#define SEC 1000000000ull
+#define FILES_MAX 64
+#define WANTS_MAX 64
+
+static char fxdir[PATH_MAX];
+static char fx_skip[512];
+
+struct fake_file {
+	struct wc_uw_key key;
+	struct wc_uw_file f;
+	bool used;
+};
+
+struct fake {
+	struct wc_uw_row *rows;
+	struct fake_file files[FILES_MAX];
+	struct wc_uw_key want_keys[WANTS_MAX];
+	struct wc_uw_want wants[WANTS_MAX];
+	size_t nwants;
+};
+
+static bool same_key(const struct wc_uw_key *a, const struct wc_uw_key *b)
+{
+	return a->dev == b->dev && a->ino == b->ino;
+}
+
+static struct fake_file *fake_find(struct fake *k, const struct wc_uw_key *key)
+{
+	size_t i;
+
+	for (i = 0; i < FILES_MAX; i++)
+		if (k->files[i].used && same_key(&k->files[i].key, key))
+			return &k->files[i];
+	return NULL;
+}
+
+static size_t fake_wants(void *ctx, struct wc_uw_key *keys,
+			 struct wc_uw_want *wants, size_t max)
+{
+	struct fake *k = ctx;
+	size_t n = k->nwants < max ? k->nwants : max;
+
+	memcpy(keys, k->want_keys, n * sizeof(*keys));
+	memcpy(wants, k->wants, n * sizeof(*wants));
+	return n;
+}
+
+static void fake_unwant(void *ctx, const struct wc_uw_key *key)
+{
+	struct fake *k = ctx;
+	size_t i;
+
+	for (i = 0; i < k->nwants; i++) {
+		if (!same_key(&k->want_keys[i], key))
+			continue;
+		k->nwants--;
+		k->want_keys[i] = k->want_keys[k->nwants];
+		k->wants[i] = k->wants[k->nwants];
+		return;
+	}
+}
+
+static int fake_put(void *ctx, const struct wc_uw_key *key,
+		    const struct wc_uw_file *f)
+{
+	struct fake *k = ctx;
+	struct fake_file *x = fake_find(k, key);
+	size_t i;
+
+	for (i = 0; !x && i < FILES_MAX; i++)
+		if (!k->files[i].used)
+			x = &k->files[i];
+	if (!x)
+		return -1;
+	*x = (struct fake_file){.key = *key, .f = *f, .used = true};
+	return 0;
+}
+
+static int fake_get(void *ctx, const struct wc_uw_key *key,
+		    struct wc_uw_file *f)
+{
+	struct fake_file *x = fake_find(ctx, key);
+
+	if (!x)
+		return -1;
+	*f = x->f;
+	return 0;
+}
+
+static void fake_del(void *ctx, const struct wc_uw_key *key)
+{
+	struct fake_file *x = fake_find(ctx, key);
+
+	if (x)
+		x->used = false;
+}
+
+/* A walk of pid met m's file: it asks (the latest asker wins). */
+static void want(struct fake *k, pid_t pid, const struct wc_proc_map *m,
+		 struct wc_uw_key *key)
+{
+	key->dev = (uint64_t)m->dev_major << 20 | m->dev_minor;
+	key->ino = m->ino;
+	fake_unwant(k, key);
+	k->want_keys[k->nwants] = *key;
+	k->wants[k->nwants] = (struct wc_uw_want){
+		.pid = (uint32_t)pid, .start = m->start, .end = m->end};
+	k->nwants++;
+}
+
+struct rig {
+	struct fake k;
+	struct wc_uw_kernel kern;
+	struct wc_sym_src *src;
+	struct wc_unwind *u;
+	struct wc_unwind_stats st;
+};
+
+static bool rig_init(struct rig *r, uint32_t nrows, uint32_t nfiles,
+		     const struct wc_cfi_limits *lim)
+{
+	memset(r, 0, sizeof(*r));
+	r->k.rows = calloc(nrows, sizeof(*r->k.rows));
+	r->kern = (struct wc_uw_kernel){
+		.rows = r->k.rows,
+		.nrows = nrows,
+		.nfiles = nfiles,
+		.ctx = &r->k,
+		.wants = fake_wants,
+		.unwant = fake_unwant,
+		.put = fake_put,
+		.get = fake_get,
+		.del = fake_del,
+	};
+	r->src = wc_sym_src_new(&(struct wc_sym_src_opts){.helper = NULL});
+	r->u = r->src && r->k.rows ? wc_unwind_new(&r->kern, r->src, lim)
+				   : NULL;
+	return r->u != NULL;
+}
+
+static void rig_free(struct rig *r)
+{
+	wc_unwind_free(r->u);
+	if (r->src)
+		wc_sym_src_free(r->src);
+	free(r->k.rows);
+}
+
+static void serve(struct rig *r, uint64_t now_ns)
+{
+	wc_unwind_serve(r->u, now_ns, SEC);
+	wc_unwind_stats(r->u, &r->st);
+}
+
+/* A running copy of fixture name: its mapping in *m (path in *maps). */
+struct proc {
+	struct cfi_running run;
+	struct wc_fetch_maps maps;
+	struct wc_proc_map m;
+	char path[PATH_MAX];
+};
+
+static bool proc_start(struct proc *p, const char *name, const char *copy)
+{
+	char cmd[3 * PATH_MAX];
+
+	memset(p, 0, sizeof(*p));
+	p->run.pid = -1;
+	snprintf(p->path, sizeof(p->path), "%.3000s/%s", fxdir,
+		 copy ? copy : name);
+	if (copy) {
+		snprintf(cmd, sizeof(cmd), "cp '%s/%s' '%s'", fxdir, name,
+			 p->path);
+		if (system(cmd) != 0)
+			return false;
+	}
+	return cfi_start(&p->run, p->path) &&
+	       cfi_exec_map(p->run.pid, strrchr(p->path, '/'), &p->maps, &p->m);
+}
+
+static void proc_stop(struct proc *p)
+{
+	cfi_stop(&p->run);
+	wc_fetch_maps_free(&p->maps);
+}
+
+/* The rows the file has, built directly. */
+static bool direct(const char *path, struct wc_cfi_table *t)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_elf_info info;
+	struct wc_elf e;
+	int rc;
+
+	if (wc_elf_open_fd(&e, open(path, O_RDONLY | O_CLOEXEC)))
+		return false;
+	rc = wc_elf_read_info(&e, &info) || wc_cfi_build(&e, &info, &lim, t);
+	wc_elf_close(&e);
+	return rc == 0;
+}
+
+static const struct fake_file *entry(struct rig *r, const struct wc_uw_key *key)
+{
+	return fake_find(&r->k, key);
+}
+
+/* A file a walk asked for gets its rows and an entry that says where;
+ * one without CFI is marked so for good; a process gone or a mapping no
+ * longer its file leave nothing. */
+static void test_serve(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_cfi_table t = {0};
+	const struct fake_file *x;
+	struct proc a, none, gone = {.run.pid = -1};
+	struct wc_uw_key ka, kn, kg;
+	struct wc_proc_map stale;
+	struct rig r;
+	pid_t gpid;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 32, &lim) ||
+	    !proc_start(&a, "cfx_nofp", NULL) ||
+	    !proc_start(&none, "cfx_none", NULL) || !direct(a.path, &t)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	want(&r.k, none.run.pid, &none.m, &kn);
+	serve(&r, 10 * SEC);
+	x = entry(&r, &ka);
+	CHECK(x && x->f.state == WC_UW_ROWS && x->f.n == t.n);
+	CHECK(x && x->f.first + x->f.n <= 4096 &&
+	      memcmp(&r.k.rows[x->f.first], t.rows, t.n * sizeof(*t.rows)) ==
+		      0);
+	x = entry(&r, &kn);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_CFI);
+	CHECK(r.k.nwants == 0);
+	CHECK(r.st.built == 1 && r.st.tables == 1 && r.st.entries == 2 &&
+	      r.st.without[WC_UW_NO_CFI] == 1 && r.st.rows_used == t.n);
+	/* No CFI stays so. */
+	serve(&r, 10 * SEC + 2 * WC_UW_RETRY_NS);
+	CHECK(entry(&r, &kn) != NULL);
+
+	/* Gone, and stale: nothing kept, nothing asked again. */
+	stale = a.m;
+	stale.ino = ~a.m.ino; /* no file's (the fixtures' inodes are near) */
+	want(&r.k, a.run.pid, &stale, &kg);
+	serve(&r, 11 * SEC);
+	CHECK(!entry(&r, &kg) && r.k.nwants == 0);
+	if (!proc_start(&gone, "cfx_none", "gone")) {
+		CHECK(!"fixture copy");
+		goto out;
+	}
+	gpid = gone.run.pid;
+	cfi_stop(&gone.run);
+	want(&r.k, gpid, &gone.m, &kg);
+	serve(&r, 12 * SEC);
+	CHECK(!entry(&r, &kg) && r.k.nwants == 0 && r.st.entries == 2);
+out:
+	proc_stop(&a);
+	proc_stop(&none);
+	proc_stop(&gone);
+	wc_cfi_free(&t);
+	rig_free(&r);
+}
+
+/* An entry the kernel lost is put again, without a new build. */
+static void test_entry_lost(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	const struct fake_file *x;
+	struct wc_uw_key ka;
+	struct proc a;
+	struct rig r;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 32, &lim) || !proc_start(&a, "cfx_fp", NULL)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, SEC);
+	fake_del(&r.k, &ka);
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, 2 * SEC);
+	x = entry(&r, &ka);
+	CHECK(x && x->f.state == WC_UW_ROWS);
+	CHECK(r.st.built == 1 && r.st.lost == 1 && r.st.rows_used == x->f.n);
+out:
+	proc_stop(&a);
+	rig_free(&r);
+}
+
+/* No room: a cold file is evicted, its rows rest, and the file that
+ * needed them gets them once they have rested, not before. */
+static void test_room(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_cfi_table ta = {0}, tb = {0};
+	const struct fake_file *x;
+	struct wc_uw_key ka, kb;
+	struct proc a, b;
+	uint32_t nrows;
+	struct rig r;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!proc_start(&a, "cfx_nofp", NULL) ||
+	    !proc_start(&b, "cfx_fp", NULL) || !direct(a.path, &ta) ||
+	    !direct(b.path, &tb)) {
+		CHECK(!"fixtures");
+		memset(&r, 0, sizeof(r));
+		goto out;
+	}
+	/* Room for either (under 7/8 of the array), not both. */
+	nrows = (uint32_t)(ta.n > tb.n ? ta.n : tb.n);
+	nrows = (nrows * 8 + 6) / 7 + 1;
+	CHECK(nrows < ta.n + tb.n);
+	if (!rig_init(&r, nrows, 32, &lim)) {
+		CHECK(!"rig");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, 10 * SEC);
+	CHECK(entry(&r, &ka) && r.st.built == 1);
+	/* a is still hot: b waits without evicting it. */
+	want(&r.k, b.run.pid, &b.m, &kb);
+	serve(&r, 10 * SEC + 1);
+	x = entry(&r, &kb);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_ROOM);
+	CHECK(entry(&r, &ka) != NULL && r.st.evicted == 0);
+	/* Later, a cold: evicted for b, whose retry waits for the rest. */
+	serve(&r, 10 * SEC + 2 * WC_UW_REST_NS + 1);
+	want(&r.k, b.run.pid, &b.m, &kb);
+	serve(&r, 10 * SEC + 2 * WC_UW_REST_NS + WC_UW_HOT_NS + 2);
+	CHECK(!entry(&r, &ka) && r.st.evicted == 1);
+	x = entry(&r, &kb);
+	CHECK(x && x->f.state == WC_UW_NONE && r.st.rows_resting == ta.n);
+	/* Rested: b is placed where a was. */
+	serve(&r, 10 * SEC + 6 * WC_UW_REST_NS + WC_UW_HOT_NS);
+	want(&r.k, b.run.pid, &b.m, &kb);
+	serve(&r, 10 * SEC + 6 * WC_UW_REST_NS + WC_UW_HOT_NS + 1);
+	x = entry(&r, &kb);
+	CHECK(x && x->f.state == WC_UW_ROWS && x->f.first == 0 &&
+	      x->f.n == tb.n);
+	CHECK(r.st.rows_resting == 0 && r.st.rows_used == tb.n &&
+	      r.st.tables == 1);
+out:
+	proc_stop(&a);
+	proc_stop(&b);
+	wc_cfi_free(&ta);
+	wc_cfi_free(&tb);
+	rig_free(&r);
+}
+
+/* Entries stay under 7/8 of the files hash, the coldest going first. */
+static void test_entries_bounded(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct proc p[10];
+	struct wc_uw_key k[10];
+	char name[32];
+	struct rig r;
+	int i, started = 0;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 8, &lim)) {
+		CHECK(!"rig");
+		goto out;
+	}
+	for (i = 0; i < 10; i++, started++) {
+		snprintf(name, sizeof(name), "none%d", i);
+		if (!proc_start(&p[i], "cfx_none", name)) {
+			CHECK(!"fixture copies");
+			goto out;
+		}
+	}
+	for (i = 0; i < 10; i++) {
+		want(&r.k, p[i].run.pid, &p[i].m, &k[i]);
+		serve(&r, (uint64_t)(i + 1) * WC_UW_HOT_NS);
+	}
+	CHECK(r.st.entries == 7 && r.st.evicted == 3);
+	CHECK(!entry(&r, &k[0]) && !entry(&r, &k[2]) && entry(&r, &k[3]) &&
+	      entry(&r, &k[9]));
+out:
+	for (i = 0; i < started; i++)
+		proc_stop(&p[i]);
+	rig_free(&r);
+}
+
+/* Too slow is tried again after WC_UW_RETRY_NS. */
+static void test_retry(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_uw_key ka;
+	const struct fake_file *x;
+	struct proc a;
+	struct rig r;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	lim.cpu_ns = 0;
+	if (!rig_init(&r, 4096, 32, &lim) || !proc_start(&a, "cfx_fp", NULL)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, SEC);
+	x = entry(&r, &ka);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_SLOW);
+	serve(&r, SEC + WC_UW_RETRY_NS - 1);
+	CHECK(entry(&r, &ka) != NULL);
+	serve(&r, SEC + WC_UW_RETRY_NS);
+	CHECK(entry(&r, &ka) == NULL && r.st.entries == 0);
+out:
+	proc_stop(&a);
+	rig_free(&r);
+}
+
+int main(void)
+{
+	check_prog = "test_unwind";
+	cfi_fixtures(fxdir, sizeof(fxdir), fx_skip, sizeof(fx_skip));
+	RUN(test_serve);
+	RUN(test_entry_lost);
+	RUN(test_room);
+	RUN(test_entries_bounded);
+	RUN(test_retry);
+	if (!*fx_skip)
+		cfi_fixtures_remove(fxdir);
+	return check_done();
+}
