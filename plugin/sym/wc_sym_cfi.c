@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "sym/wc_sym_cfi.h"
 
@@ -19,6 +20,9 @@
 /* A real binary has a handful of CIEs; a file with more is refused
  * entries past these rather than searched. */
 #define CIES_MAX 4096
+/* An FDE's instructions: real ones are tens of bytes.  libdw runs them
+ * from the start for every row, so a long one costs its length a row. */
+#define FDE_BYTES_MAX 4096
 /* The CPU clock is a system call in the helper (seccomp): not every row. */
 #define DEADLINE_EVERY 32
 
@@ -29,7 +33,10 @@ struct cie {
 
 struct fde {
 	uint64_t start, end; /* link-time addresses */
+	uint8_t src;	     /* SRC_EH or SRC_DEBUG */
 };
+
+enum { SRC_EH, SRC_DEBUG, SRC_NR };
 
 struct build {
 	const struct wc_cfi_limits *lim;
@@ -41,6 +48,11 @@ struct build {
 	size_t nfdes, fdes_cap;
 	uint64_t cpu_end;
 	unsigned since_check;
+	Dwarf_CFI *cfi[SRC_NR];
+	Dwarf *dw; /* of the image holding the debug file's section */
+	Elf *img_elf;
+	char *img;	/* that image */
+	char *inflated; /* the section, if it was compressed */
 };
 
 static uint64_t thread_cpu_ns(void)
@@ -163,7 +175,9 @@ static uint8_t cie_encoding(const Dwarf_CIE *c)
 			i++;
 			break;
 		case 'P':
-			if (i >= n)
+			/* Only its size matters; an aligned one has none. */
+			if (i >= n || !value_size(d[i]) ||
+			    (d[i] & 0x70) == DW_EH_PE_aligned)
 				return 0xff;
 			i += 1 + value_size(d[i]);
 			break;
@@ -172,7 +186,7 @@ static uint8_t cie_encoding(const Dwarf_CIE *c)
 			break;
 		default:
 			/* What follows cannot be found without knowing this. */
-			return enc;
+			return 0xff;
 		}
 		if (i > n)
 			return 0xff;
@@ -265,7 +279,8 @@ static int add_fde(struct build *b, const struct fde *f)
 	return 0;
 }
 
-static int list_fdes(struct build *b, Elf *elf, Elf_Data *d, uint64_t addr)
+static int list_fdes(struct build *b, Elf *elf, Elf_Data *d, uint64_t addr,
+		     uint8_t src)
 {
 	const unsigned char *ident =
 		(const unsigned char *)elf_getident(elf, NULL);
@@ -274,12 +289,16 @@ static int list_fdes(struct build *b, Elf *elf, Elf_Data *d, uint64_t addr)
 	struct fde f;
 	int r;
 
+	/* CIE offsets are the section's own. */
+	b->ncies = 0;
 	while (off < d->d_size) {
 		if (over_time(b, false)) {
 			errno = ETIME;
 			return -1;
 		}
-		r = dwarf_next_cfi(ident, d, true, off, &next, &ent);
+		/* Not always written on an error. */
+		next = off;
+		r = dwarf_next_cfi(ident, d, src == SRC_EH, off, &next, &ent);
 		if (r > 0)
 			break;
 		if (r < 0) {
@@ -290,7 +309,9 @@ static int list_fdes(struct build *b, Elf *elf, Elf_Data *d, uint64_t addr)
 		} else if (dwarf_cfi_cie_p(&ent)) {
 			if (add_cie(b, off, &ent.cie))
 				return -1;
-		} else if (fde_range(b, &ent.fde, d, addr, &f)) {
+		} else if (ent.fde.end - ent.fde.start <= FDE_BYTES_MAX &&
+			   fde_range(b, &ent.fde, d, addr, &f)) {
+			f.src = src;
 			if (add_fde(b, &f))
 				return -1;
 		} else {
@@ -303,11 +324,14 @@ static int list_fdes(struct build *b, Elf *elf, Elf_Data *d, uint64_t addr)
 	return 0;
 }
 
+/* By start, .eh_frame's first where two start together. */
 static int by_start(const void *a, const void *b)
 {
 	const struct fde *x = a, *y = b;
 
-	return x->start < y->start ? -1 : x->start > y->start;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (int)x->src - (int)y->src;
 }
 
 /* --- rules --- */
@@ -471,20 +495,21 @@ static int put_row(struct build *b, struct wc_cfi_row r)
 	return 0;
 }
 
-/* The executable segment that holds [start, end), as a file offset. */
+/* The executable segment that holds [start, end), as a file offset that
+ * fits the rows' 32 bits. */
 static bool code_off(const struct wc_elf_info *info, uint64_t start,
 		     uint64_t end, uint64_t *off)
 {
 	unsigned i;
 
-	for (i = 0; i < info->nsegs; i++) {
+	for (i = 0; i < info->nexec && i < info->nsegs; i++) {
 		const struct wc_elf_seg *s = &info->segs[i];
 
-		if (start >= s->vaddr && end - s->vaddr <= s->filesz &&
-		    s->off + (end - s->vaddr) <= UINT32_MAX) {
-			*off = start - s->vaddr + s->off;
-			return true;
-		}
+		if (start < s->vaddr || end - s->vaddr > s->filesz ||
+		    s->off > UINT32_MAX || end - s->vaddr > UINT32_MAX - s->off)
+			continue;
+		*off = start - s->vaddr + s->off;
+		return true;
 	}
 	return false;
 }
@@ -502,7 +527,7 @@ static int fde_rows(struct build *b, Dwarf_CFI *cfi, const struct fde *f,
 	while (addr < f->end) {
 		struct wc_cfi_row r;
 
-		if (n++ == b->lim->fde_rows_max || over_time(b, false))
+		if (n++ == b->lim->fde_rows_max || over_time(b, n > 32))
 			break;
 		if (dwarf_cfi_addrframe(cfi, addr, &fr) != 0)
 			break;
@@ -531,7 +556,7 @@ static int fde_rows(struct build *b, Dwarf_CFI *cfi, const struct fde *f,
 				  .rule = WC_CFA_NONE});
 }
 
-static int all_rows(struct build *b, Dwarf_CFI *cfi)
+static int all_rows(struct build *b)
 {
 	uint64_t done = 0, base;
 	size_t i;
@@ -544,19 +569,24 @@ static int all_rows(struct build *b, Dwarf_CFI *cfi)
 			return -1;
 		}
 		/* Segments may map addresses to offsets out of order (a
-		 * hostile file's): rows only go forward. */
-		if (f->start < done ||
+		 * hostile file's): rows only go forward.  .debug_frame only
+		 * fills in where .eh_frame has nothing. */
+		if (f->start < done || !b->cfi[f->src] ||
+		    (f->src == SRC_DEBUG && i + 1 < b->nfdes &&
+		     b->fdes[i + 1].start < f->end) ||
 		    !code_off(b->info, f->start, f->end, &base) ||
 		    (b->t->n && base < b->t->rows[b->t->n - 1].off)) {
 			b->t->stats.fdes_skipped++;
 			continue;
 		}
-		if (fde_rows(b, cfi, f, base))
+		if (fde_rows(b, b->cfi[f->src], f, base))
 			return -1;
 		done = f->end;
 	}
 	return 0;
 }
+
+/* --- .debug_frame, from a debug file --- */
 
 static bool x86_64(Elf *elf)
 {
@@ -566,11 +596,147 @@ static bool x86_64(Elf *elf)
 	       eh.e_ident[EI_CLASS] == ELFCLASS64;
 }
 
-int wc_cfi_build(struct wc_elf *e, const struct wc_elf_info *info,
-		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
+static Elf_Scn *section(Elf *elf, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	const char *name;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, sh) || sh->sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && strcmp(name, want) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/* The section's bytes, inflated into b->inflated if compressed, never
+ * over the limit. */
+static bool section_bytes(struct build *b, Elf_Scn *scn, const GElf_Shdr *sh,
+			  const void **p, size_t *len)
+{
+	Elf_Data *raw = elf_rawdata(scn, NULL);
+	Elf64_Chdr ch;
+	uLongf out;
+
+	if (!raw || !raw->d_buf || sh->sh_size > b->lim->section_max)
+		return false;
+	if (!(sh->sh_flags & SHF_COMPRESSED)) {
+		*p = raw->d_buf;
+		*len = raw->d_size;
+		return true;
+	}
+	if (raw->d_size < sizeof(ch))
+		return false;
+	memcpy(&ch, raw->d_buf, sizeof(ch));
+	if (ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size == 0 ||
+	    ch.ch_size > b->lim->section_max)
+		return false;
+	b->inflated = malloc(ch.ch_size);
+	out = (uLongf)ch.ch_size;
+	if (!b->inflated ||
+	    uncompress((Bytef *)b->inflated, &out,
+		       (const Bytef *)raw->d_buf + sizeof(ch),
+		       (uLong)(raw->d_size - sizeof(ch))) != Z_OK ||
+	    out != ch.ch_size)
+		return false;
+	*p = b->inflated;
+	*len = ch.ch_size;
+	return true;
+}
+
+/*
+ * libdw reads .debug_frame only through a Dwarf, which would read every
+ * debug section of the file (and inflate the compressed ones): give it an
+ * image of one ELF file holding only this section.
+ */
+static Elf *frame_image(struct build *b, Elf *dbg, const void *sec, size_t len)
+{
+	static const char names[] = "\0.debug_frame\0.shstrtab";
+	size_t shoff = (sizeof(Elf64_Ehdr) + len + sizeof(names) + 7) & ~7ul;
+	Elf64_Ehdr *eh;
+	Elf64_Shdr *sh;
+	GElf_Ehdr src;
+
+	if (!gelf_getehdr(dbg, &src) || len > SIZE_MAX / 2)
+		return NULL;
+	b->img = calloc(1, shoff + 3 * sizeof(Elf64_Shdr));
+	if (!b->img)
+		return NULL;
+	eh = (Elf64_Ehdr *)b->img;
+	memcpy(eh->e_ident, src.e_ident, EI_NIDENT);
+	eh->e_type = src.e_type;
+	eh->e_machine = src.e_machine;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shoff = shoff;
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 2;
+	memcpy(b->img + sizeof(*eh), sec, len);
+	memcpy(b->img + sizeof(*eh) + len, names, sizeof(names));
+	sh = (Elf64_Shdr *)(b->img + shoff);
+	sh[1] = (Elf64_Shdr){.sh_name = 1,
+			     .sh_type = SHT_PROGBITS,
+			     .sh_offset = sizeof(*eh),
+			     .sh_size = len,
+			     .sh_addralign = 1};
+	sh[2] = (Elf64_Shdr){.sh_name = 14,
+			     .sh_type = SHT_STRTAB,
+			     .sh_offset = sizeof(*eh) + len,
+			     .sh_size = sizeof(names),
+			     .sh_addralign = 1};
+	return elf_memory(b->img, shoff + 3 * sizeof(Elf64_Shdr));
+}
+
+/* The debug file's FDEs, and its CFI in b->cfi[SRC_DEBUG]; nothing if it
+ * has none or it cannot be read (the file's own table stands). */
+static int add_debug_frame(struct build *b, Elf *dbg)
+{
+	Elf_Data d = {0};
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	const void *p;
+	size_t len;
+
+	if (!x86_64(dbg) || !(scn = section(dbg, ".debug_frame", &sh)) ||
+	    !section_bytes(b, scn, &sh, &p, &len) || len == 0)
+		return 0;
+	b->img_elf = frame_image(b, dbg, p, len);
+	b->dw = b->img_elf ? dwarf_begin_elf(b->img_elf, DWARF_C_READ, NULL)
+			   : NULL;
+	b->cfi[SRC_DEBUG] = b->dw ? dwarf_getcfi(b->dw) : NULL;
+	if (!b->cfi[SRC_DEBUG])
+		return 0;
+	d.d_buf = (void *)p;
+	d.d_size = len;
+	d.d_type = ELF_T_BYTE;
+	return list_fdes(b, dbg, &d, 0, SRC_DEBUG);
+}
+
+static void build_end(struct build *b)
+{
+	if (b->cfi[SRC_EH])
+		dwarf_cfi_end(b->cfi[SRC_EH]);
+	if (b->dw)
+		dwarf_end(b->dw);
+	if (b->img_elf)
+		elf_end(b->img_elf);
+	free(b->img);
+	free(b->inflated);
+	free(b->cies);
+	free(b->fdes);
+}
+
+int wc_cfi_build_with(struct wc_elf *e, const struct wc_elf_info *info,
+		      struct wc_elf *debug, const struct wc_cfi_limits *lim,
+		      struct wc_cfi_table *out)
 {
 	struct build b = {.lim = lim, .info = info, .t = out};
-	Dwarf_CFI *cfi = NULL;
 	Elf_Data *d;
 	uint64_t addr = 0;
 	int err = 0;
@@ -583,36 +749,39 @@ int wc_cfi_build(struct wc_elf *e, const struct wc_elf_info *info,
 	}
 	errno = 0;
 	d = eh_frame(e->elf, lim, &addr);
-	if (!d || !d->d_buf || d->d_size == 0) {
-		err = d ? ENOENT : (errno ? errno : EINVAL);
-		goto out;
+	if (d && d->d_buf && d->d_size) {
+		b.cfi[SRC_EH] = dwarf_getcfi_elf(e->elf);
+		if (b.cfi[SRC_EH] && list_fdes(&b, e->elf, d, addr, SRC_EH))
+			err = errno;
+	} else if (!d && errno == EFBIG) {
+		err = EFBIG;
 	}
-	if (list_fdes(&b, e->elf, d, addr)) {
+	if (!err && debug && add_debug_frame(&b, debug->elf))
 		err = errno;
+	if (err)
 		goto out;
-	}
 	if (b.nfdes)
 		qsort(b.fdes, b.nfdes, sizeof(*b.fdes), by_start);
-	cfi = dwarf_getcfi_elf(e->elf);
-	if (!cfi) {
-		err = ENOENT;
-		goto out;
-	}
-	if (all_rows(&b, cfi))
+	if (all_rows(&b))
 		err = errno ? errno : ENOMEM;
 	else if (out->n == 0)
 		err = ENOENT;
+	else if (!wc_cfi_valid(out->rows, out->n))
+		err = EINVAL; /* never: rows only go forward */
 out:
-	if (cfi)
-		dwarf_cfi_end(cfi);
-	free(b.cies);
-	free(b.fdes);
+	build_end(&b);
 	if (err) {
 		wc_cfi_free(out);
 		errno = err;
 		return -1;
 	}
 	return 0;
+}
+
+int wc_cfi_build(struct wc_elf *e, const struct wc_elf_info *info,
+		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
+{
+	return wc_cfi_build_with(e, info, NULL, lim, out);
 }
 
 void wc_cfi_free(struct wc_cfi_table *t)

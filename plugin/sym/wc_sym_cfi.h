@@ -94,13 +94,20 @@ struct wc_cfi_table {
 
 /*
  * Build e's table.  0 with at least one row, or -1 with errno: ENOENT
- * (no .eh_frame, or nothing in it covers code), EFBIG (the section or
+ * (no CFI, or nothing in it covers code), EFBIG (the section or
  * the file is over the limits), E2BIG (more rows than rows_max), ETIME
  * (over cpu_ns), EINVAL (not x86-64 or unreadable), ENOMEM.  The table
  * is empty after a failure.
  */
 int wc_cfi_build(struct wc_elf *e, const struct wc_elf_info *info,
 		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out);
+
+/* The same, with the .debug_frame of e's debug file (may be NULL) for
+ * code .eh_frame does not cover (built -fno-asynchronous-unwind-tables).
+ * Only that section of the debug file is read. */
+int wc_cfi_build_with(struct wc_elf *e, const struct wc_elf_info *info,
+		      struct wc_elf *debug, const struct wc_cfi_limits *lim,
+		      struct wc_cfi_table *out);
 
 void wc_cfi_free(struct wc_cfi_table *t);
 

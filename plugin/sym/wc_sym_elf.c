@@ -144,6 +144,7 @@ static void read_segments(Elf *elf, struct wc_elf_info *out)
 			out->segs[out->nsegs].vaddr = ph.p_vaddr;
 			out->segs[out->nsegs].filesz = ph.p_filesz;
 			out->nsegs++;
+			out->nexec += x;
 		}
 	}
 }

@@ -37,6 +37,7 @@ struct wc_elf_seg {
 struct wc_elf_info {
 	struct wc_elf_seg segs[WC_ELF_MAX_SEGS]; /* executable ones first */
 	unsigned nsegs;
+	unsigned nexec; /* how many of them are executable */
 	uint8_t build_id[WC_ELF_BUILD_ID_MAX];
 	unsigned build_id_len;		      /* 0: none */
 	char debuglink[WC_ELF_DEBUGLINK_MAX]; /* "": none or unusable */

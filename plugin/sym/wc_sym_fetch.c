@@ -277,39 +277,6 @@ int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
 	return 0;
 }
 
-int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
-		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
-{
-	struct wc_elf_info info;
-	struct stat st;
-	struct wc_elf e;
-	uint64_t refused = c->refused;
-	int fd, rc;
-
-	memset(out, 0, sizeof(*out));
-	fd = open_mapped(c, pid, m, &st);
-	if (fd < 0) {
-		errno = c->refused != refused ? EACCES : ESRCH;
-		return -1;
-	}
-	/* A table is kept under m's key: never build another file's. */
-	if (!is_map_file(m, &st)) {
-		close(fd);
-		errno = ESTALE;
-		return -1;
-	}
-	if (wc_elf_open_fd(&e, fd)) {
-		errno = EINVAL;
-		return -1;
-	}
-	rc = wc_elf_read_info(&e, &info)	 ? EINVAL
-	     : wc_cfi_build(&e, &info, lim, out) ? errno
-						 : 0;
-	wc_elf_close(&e);
-	errno = rc;
-	return rc ? -1 : 0;
-}
-
 /* Where debug files are looked for, and which binary they are for. */
 struct debug_ctx {
 	struct wc_fetch_ctx *c;
@@ -444,6 +411,58 @@ static bool find_by_debuglink(struct debug_ctx *d, struct wc_elf *out)
 	return snprintf(path, sizeof(path), "%s%.*s/%s", d->c->debug_root,
 			dirlen, d->path, link) < (int)sizeof(path) &&
 	       try_debug(d, DEBUG_HOST, path, 0, true, out);
+}
+
+int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
+		 const struct wc_cfi_limits *lim, struct wc_cfi_table *out)
+{
+	struct wc_elf_info info;
+	struct debug_ctx d;
+	struct stat st;
+	struct wc_elf e, dbg;
+	uint64_t refused = c->refused;
+	bool have_dbg;
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	fd = open_mapped(c, pid, m, &st);
+	if (fd < 0) {
+		errno = c->refused != refused ? EACCES : ESRCH;
+		return -1;
+	}
+	/* A table is kept under m's key: never build another file's.  The
+	 * inode only: overlayfs and btrfs subvolumes show another device to
+	 * stat than the kernel's maps and the walks see. */
+	if (st.st_ino != m->ino) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	if (wc_elf_open_fd(&e, fd)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (wc_elf_read_info(&e, &info)) {
+		wc_elf_close(&e);
+		errno = EINVAL;
+		return -1;
+	}
+	d = (struct debug_ctx){.c = c,
+			       .pid = pid,
+			       .path = m->path,
+			       .info = &info,
+			       .dev = st.st_dev,
+			       .ino = st.st_ino,
+			       .owner = st.st_uid};
+	have_dbg = find_by_build_id(&d, &dbg) || find_by_debuglink(&d, &dbg);
+	rc = wc_cfi_build_with(&e, &info, have_dbg ? &dbg : NULL, lim, out)
+		     ? errno
+		     : 0;
+	if (have_dbg)
+		wc_elf_close(&dbg);
+	wc_elf_close(&e);
+	errno = rc;
+	return rc ? -1 : 0;
 }
 
 /* Symbols of one table of e into t; on failure t is emptied. */

@@ -111,7 +111,9 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
 
 /*
  * The unwind table of mapping m of pid (wc_sym_cfi), from the file the
- * mapping shows now, under lim.  0, or -1 with errno: ESRCH (the process
+ * mapping shows now and the .debug_frame of its debug file if it has one
+ * (found as for symbols: by build-id, or by .gnu_debuglink when m has a
+ * path), under lim.  0, or -1 with errno: ESRCH (the process
  * or its mapping is gone), ESTALE (the file there now is not m's device
  * and inode: a process may have mapped another at the same range), EACCES
  * (refused by the rules), or wc_cfi_build's (ENOENT: no CFI; EFBIG,

@@ -770,6 +770,8 @@ int wc_sym_src_cfi(struct wc_sym_src *s, pid_t pid, const struct wc_proc_map *m,
 	rc = call(s, &c, &r);
 	if (rc == -1)
 		return -1; /* errno says */
+	if (rc < -4095)
+		return broken(s, &c);
 	if (rc < 0) {
 		errno = -rc;
 		return -1;

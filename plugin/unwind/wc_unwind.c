@@ -40,9 +40,9 @@ struct wc_unwind {
 	struct entry *ents;
 	size_t nents, ents_max;
 	struct extent *free; /* sorted by first, none adjacent */
-	size_t nfree;
+	size_t nfree, free_cap;
 	struct extent *rest; /* in the order freed */
-	size_t nrest;
+	size_t nrest, rest_cap;
 	struct wc_uw_key keys[WANTS_BATCH];
 	struct wc_uw_want wants[WANTS_BATCH];
 	struct wc_unwind_stats st;
@@ -54,6 +54,26 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Room for need extents in *a.  Extents are at least a row each, and
+ * free and resting ones never overlap: never more than the array's rows
+ * plus one. */
+static int grow(struct extent **a, size_t *cap, size_t need)
+{
+	size_t n = *cap ? *cap : 16;
+	struct extent *x;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	x = realloc(*a, n * sizeof(*x));
+	if (!x)
+		return -1;
+	*a = x;
+	*cap = n;
+	return 0;
 }
 
 struct wc_unwind *wc_unwind_new(const struct wc_uw_kernel *k,
@@ -71,10 +91,8 @@ struct wc_unwind *wc_unwind_new(const struct wc_uw_kernel *k,
 		u->lim.rows_max = k->nrows;
 	u->ents_max = (size_t)k->nfiles * 7 / 8;
 	u->ents = calloc(u->ents_max ? u->ents_max : 1, sizeof(*u->ents));
-	/* Each entry splits at most one free extent in two. */
-	u->free = calloc(u->ents_max + 2, sizeof(*u->free));
-	u->rest = calloc(u->ents_max + 1, sizeof(*u->rest));
-	if (!u->ents || !u->free || !u->rest) {
+	if (!u->ents || grow(&u->free, &u->free_cap, 1) ||
+	    grow(&u->rest, &u->rest_cap, 1)) {
 		wc_unwind_free(u);
 		return NULL;
 	}
@@ -146,6 +164,10 @@ static void rows_give(struct wc_unwind *u, uint32_t first, uint32_t n)
 		next->n += n;
 		return;
 	}
+	if (grow(&u->free, &u->free_cap, u->nfree + 1)) {
+		u->st.rows_leaked += n; /* out of memory: never reused */
+		return;
+	}
 	memmove(&u->free[i + 1], &u->free[i], (u->nfree - i) * sizeof(*next));
 	u->free[i] = (struct extent){.first = first, .n = n};
 	u->nfree++;
@@ -154,9 +176,13 @@ static void rows_give(struct wc_unwind *u, uint32_t first, uint32_t n)
 static void rows_rest(struct wc_unwind *u, uint32_t first, uint32_t n,
 		      uint64_t now_ns)
 {
+	u->st.rows_used -= n;
+	if (grow(&u->rest, &u->rest_cap, u->nrest + 1)) {
+		u->st.rows_leaked += n;
+		return;
+	}
 	u->rest[u->nrest++] =
 		(struct extent){.first = first, .n = n, .since_ns = now_ns};
-	u->st.rows_used -= n;
 	u->st.rows_resting += n;
 }
 
@@ -167,7 +193,7 @@ static void rows_rested(struct wc_unwind *u, uint64_t now_ns)
 	for (i = 0; i < u->nrest; i++) {
 		struct extent *x = &u->rest[i];
 
-		if (now_ns - x->since_ns < WC_UW_REST_NS) {
+		if (now_ns < x->since_ns + WC_UW_REST_NS) {
 			u->rest[kept++] = *x;
 			continue;
 		}
@@ -210,6 +236,15 @@ static uint64_t last_use(struct wc_unwind *u, const struct entry *e)
 	return e->put_ns;
 }
 
+/* Walks run on while we serve: a use after now is one now. */
+static uint64_t last_use_by(struct wc_unwind *u, const struct entry *e,
+			    uint64_t now_ns)
+{
+	uint64_t use = last_use(u, e);
+
+	return use < now_ns ? use : now_ns;
+}
+
 /* The entry walks used least recently, with rows only if rows says so;
  * NULL if none is colder than now - hot_ns. */
 static struct entry *coldest(struct wc_unwind *u, bool rows, uint64_t now_ns,
@@ -224,7 +259,7 @@ static struct entry *coldest(struct wc_unwind *u, bool rows, uint64_t now_ns,
 
 		if (rows && e->f.state != WC_UW_ROWS)
 			continue;
-		use = last_use(u, e);
+		use = last_use_by(u, e, now_ns);
 		if (use < best_use || (!best && use == best_use && !hot_ns)) {
 			best = e;
 			best_use = use;
@@ -339,8 +374,8 @@ static uint64_t helper_failures(struct wc_unwind *u)
 	return s.stalls + s.crashes;
 }
 
-/* Serve one request: false if it is to be asked again later (the helper
- * was not asked). */
+/* Serve one request: false if the helper was not asked (the file is
+ * marked to be asked for again soon). */
 static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 		      const struct wc_uw_want *w, uint64_t now_ns)
 {
@@ -375,13 +410,23 @@ static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 	}
 	switch (err) {
 	case EAGAIN:
-		if (helper_failures(u) == failures)
+		if (helper_failures(u) == failures) {
+			/* Not asked (its share spent, stopped, or the file
+			 * made it stall before): later. */
+			without(u, k, WC_UW_DEFERRED, now_ns, WC_UW_SOON_NS);
 			return false;
+		}
 		without(u, k, WC_UW_SLOW, now_ns, WC_UW_RETRY_NS);
 		break;
 	case ESRCH:
 	case ESTALE:
-		break; /* gone: a walk of a live process asks again */
+		/* Gone, or another file there now: a walk asks again, but
+		 * not at once. */
+		without(u, k, WC_UW_GONE, now_ns, WC_UW_SOON_NS);
+		break;
+	case ENOMEM:
+		without(u, k, WC_UW_DEFERRED, now_ns, WC_UW_SOON_NS);
+		break;
 	case ENOENT:
 		without(u, k, WC_UW_NO_CFI, now_ns, 0);
 		break;
@@ -406,6 +451,7 @@ unsigned wc_unwind_serve(struct wc_unwind *u, uint64_t now_ns,
 {
 	uint64_t t0 = mono_ns();
 	unsigned served = 0;
+	bool deferred;
 	size_t n, i;
 
 	rows_rested(u, now_ns);
@@ -414,11 +460,12 @@ unsigned wc_unwind_serve(struct wc_unwind *u, uint64_t now_ns,
 	for (i = 0; i < n; i++) {
 		if (served && mono_ns() - t0 > budget_ns)
 			break;
-		if (!serve_one(u, &u->keys[i], &u->wants[i], now_ns))
-			continue;
+		deferred = !serve_one(u, &u->keys[i], &u->wants[i], now_ns);
 		u->k.unwant(u->k.ctx, &u->keys[i]);
 		u->st.wants++;
 		served++;
+		if (deferred)
+			break; /* the helper takes no more now */
 	}
 	keep_rows(u, now_ns);
 	return served;

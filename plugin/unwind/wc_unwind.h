@@ -16,7 +16,7 @@
  * 7/8 of the array, by evicting the files walks used least recently.
  * Files without a table are remembered (the walks then use frame
  * pointers), for a while only where another try may work (too slow,
- * refused, no room, the helper stalled).
+ * refused, no room, the helper stalled or not asked, the process gone).
  *
  * Not thread-safe: one serving thread.
  */
@@ -36,6 +36,9 @@
 #define WC_UW_REST_NS 1000000000ull
 /* How long a file turned away for a reason that may pass stays so. */
 #define WC_UW_RETRY_NS 60000000000ull
+/* ... and for a reason that passes soon (the helper not asked, the
+ * process gone). */
+#define WC_UW_SOON_NS 5000000000ull
 /* A file used by a walk this recently is not evicted to make room. */
 #define WC_UW_HOT_NS 2000000000ull
 
@@ -47,6 +50,8 @@ enum wc_uw_why {
 	WC_UW_SLOW,	  /* over the build's CPU time, or the helper stalled */
 	WC_UW_REFUSED,	  /* the file rules said no */
 	WC_UW_UNREADABLE, /* not an ELF file for this machine */
+	WC_UW_DEFERRED,	  /* the helper was not asked (its share spent) */
+	WC_UW_GONE,	  /* the process, or its mapping of the file, went */
 	WC_UW_WHY_NR,
 };
 
@@ -77,6 +82,7 @@ struct wc_unwind_stats {
 	uint64_t tables;		/* files with rows now */
 	uint64_t entries;		/* entries now, with rows or without */
 	uint64_t rows_used, rows_resting, rows_cap;
+	uint64_t rows_leaked; /* never reused: no memory to track them */
 };
 
 struct wc_unwind;

@@ -1,6 +1,7 @@
 /*
  * fuzz_cfi.c - the unwind table builder on hostile files: an image's
- * .eh_frame through libdw into rows, under limits small enough that a
+ * .eh_frame, and its .debug_frame as if it were its own debug file
+ * (plain or compressed), through libdw into rows, under limits small enough that a
  * run stays fast; every table built must be sorted, bounded and hold
  * only rules the walk knows.
  */
@@ -46,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (wc_elf_open_mem(&e, image, size) == 0) {
 		if (wc_elf_read_info(&e, &info) == 0) {
 			if (wc_cfi_build(&e, &info, &lim, &t) == 0)
+				check_table(&t, &lim);
+			else
+				FUZZ_ASSERT(t.n == 0 && !t.rows && errno);
+			wc_cfi_free(&t);
+			/* and as its own debug file: its .debug_frame */
+			if (wc_cfi_build_with(&e, &info, &e, &lim, &t) == 0)
 				check_table(&t, &lim);
 			else
 				FUZZ_ASSERT(t.n == 0 && !t.rows && errno);

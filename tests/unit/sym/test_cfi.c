@@ -85,9 +85,19 @@ static void close_file(struct file *f)
 	wc_elf_close(&f->e);
 }
 
+static bool func_in(struct file *f, struct wc_elf *syms, const char *name,
+		    uint64_t *off, uint64_t *size);
+
 /* A function's file offset and size, from the fixture's .symtab. */
 static bool func(struct file *f, const char *name, uint64_t *off,
 		 uint64_t *size)
+{
+	return func_in(f, &f->e, name, off, size);
+}
+
+/* The same, the symbol from syms (a debug file of f's). */
+static bool func_in(struct file *f, struct wc_elf *syms, const char *name,
+		    uint64_t *off, uint64_t *size)
 {
 	struct wc_symtab st;
 	bool found = false;
@@ -95,7 +105,7 @@ static bool func(struct file *f, const char *name, uint64_t *off,
 	unsigned s;
 
 	wc_symtab_init(&st, 1u << 20, 4096);
-	if (wc_elf_symbols(&f->e, false, &st) < 0 || wc_symtab_finish(&st))
+	if (wc_elf_symbols(syms, false, &st) < 0 || wc_symtab_finish(&st))
 		goto out;
 	for (i = 0; i < st.n && !found; i++) {
 		const struct wc_symtab_ent *e = &st.ents[i];
@@ -327,6 +337,62 @@ static void test_fde_rows_max(void)
 	close_file(&f);
 }
 
+/* Code built without unwind tables: no rule in the file, its debug
+ * file's .debug_frame (compressed) gives them, read directly and as the
+ * helper's fetch finds it by build-id. */
+static void test_debug_frame(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_fetch_ctx ctx = {.proc_root = "/proc"};
+	struct wc_fetch_maps maps = {0};
+	struct wc_cfi_table fetched = {0};
+	struct cfi_running p = {.pid = -1};
+	const struct wc_cfi_row *r;
+	struct wc_proc_map m;
+	struct file f, dbg;
+	char path[PATH_MAX], root[PATH_MAX];
+	uint64_t off, size, at, most = 0;
+	unsigned bad = 0;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!build(&f, "cfx_df") || !build(&dbg, "cfx_df.debug") ||
+	    !func_in(&f, &dbg.e, "cfx_framed", &off, &size)) {
+		CHECK(!"fixtures read");
+		goto out;
+	}
+	r = wc_cfi_find(&f.t, off + 8);
+	CHECK(f.err == 0 && (!r || wc_cfi_kind(r) == WC_CFA_NONE));
+	wc_cfi_free(&f.t);
+	CHECK(wc_cfi_build_with(&f.e, &f.info, &dbg.e, &lim, &f.t) == 0);
+	for (at = off; at < off + size; at++) {
+		r = wc_cfi_find(&f.t, at);
+		bad += !r || wc_cfi_kind(r) != WC_CFA_SP;
+		if (r && r->cfa > most)
+			most = r->cfa;
+	}
+	CHECK(bad == 0 && most * 8 >= 8192 + 8);
+	CHECK(count_kind(&f.t, WC_CFA_END) >= 1); /* _start, from .eh_frame */
+
+	fmt(path, sizeof(path), "%s/cfx_df", fxdir);
+	fmt(root, sizeof(root), "%s/debugroot", fxdir);
+	ctx.debug_root = root;
+	if (!cfi_start(&p, path) ||
+	    !cfi_exec_map(p.pid, "/cfx_df", &maps, &m)) {
+		CHECK(!"fixture started");
+		goto out;
+	}
+	CHECK(wc_fetch_cfi(&ctx, p.pid, &m, &lim, &fetched) == 0);
+	CHECK(fetched.n == f.t.n &&
+	      memcmp(fetched.rows, f.t.rows, f.t.n * sizeof(*f.t.rows)) == 0);
+out:
+	wc_cfi_free(&fetched);
+	wc_fetch_maps_free(&maps);
+	cfi_stop(&p);
+	close_file(&dbg);
+	close_file(&f);
+}
+
 static char *read_all(const char *path, size_t *len)
 {
 	struct stat st;
@@ -345,6 +411,31 @@ static char *read_all(const char *path, size_t *len)
 	}
 	close(fd);
 	return buf;
+}
+
+/* The executable segment's offset (or size) near 2^64: offsets that
+ * wrap must not give rows out of order. */
+static void wrap_code_segment(char *img, size_t len, bool size)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	size_t i, at;
+
+	memcpy(&eh, img, sizeof(eh));
+	for (i = 0; i < eh.e_phnum; i++) {
+		at = eh.e_phoff + i * sizeof(ph);
+		if (at + sizeof(ph) > len)
+			return;
+		memcpy(&ph, img + at, sizeof(ph));
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (size)
+			ph.p_filesz = UINT64_MAX - 0x10;
+		else
+			ph.p_offset = UINT64_MAX - 0xf0;
+		memcpy(img + at, &ph, sizeof(ph));
+		return;
+	}
 }
 
 /* Where .eh_frame is in an image. */
@@ -405,6 +496,8 @@ static void test_corrupt(void)
 		for (i = 0; i < 1 + round % 8; i++)
 			img[eh_off + (size_t)rand_r(&seed) % eh_size] ^=
 				(char)(1 + rand_r(&seed) % 255);
+		if (round % 10 == 0)
+			wrap_code_segment(img, len, round % 20 == 0);
 		if (wc_elf_open_mem(&e, img, len) ||
 		    wc_elf_read_info(&e, &info)) {
 			wc_elf_close(&e);
@@ -555,6 +648,7 @@ int main(int argc, char **argv)
 	RUN(test_fde_rows_max);
 	RUN(test_corrupt);
 	RUN(test_fetch);
+	RUN(test_debug_frame);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();

@@ -268,7 +268,11 @@ static void test_serve(void)
 	stale.ino = ~a.m.ino; /* no file's (the fixtures' inodes are near) */
 	want(&r.k, a.run.pid, &stale, &kg);
 	serve(&r, 11 * SEC);
-	CHECK(!entry(&r, &kg) && r.k.nwants == 0);
+	x = entry(&r, &kg);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_GONE &&
+	      r.k.nwants == 0);
+	serve(&r, 11 * SEC + WC_UW_SOON_NS);
+	CHECK(!entry(&r, &kg));
 	if (!proc_start(&gone, "cfx_none", "gone")) {
 		CHECK(!"fixture copy");
 		goto out;
@@ -276,8 +280,10 @@ static void test_serve(void)
 	gpid = gone.run.pid;
 	cfi_stop(&gone.run);
 	want(&r.k, gpid, &gone.m, &kg);
-	serve(&r, 12 * SEC);
-	CHECK(!entry(&r, &kg) && r.k.nwants == 0 && r.st.entries == 2);
+	serve(&r, 12 * SEC + WC_UW_SOON_NS);
+	x = entry(&r, &kg);
+	CHECK(x && x->f.why == WC_UW_GONE && r.k.nwants == 0 &&
+	      r.st.entries == 3 && r.st.without[WC_UW_GONE] == 2);
 out:
 	proc_stop(&a);
 	proc_stop(&none);
@@ -412,6 +418,49 @@ out:
 	rig_free(&r);
 }
 
+/* Many tables dropped at once (entries for two, twelve files in one
+ * serve): every drop's rows rest, and the accounting holds. */
+static void test_many_drops(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_cfi_table t = {0};
+	struct proc p[12];
+	struct wc_uw_key k[12];
+	char name[32];
+	struct rig r;
+	int i, started = 0;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 3, &lim)) {
+		CHECK(!"rig");
+		goto out;
+	}
+	for (i = 0; i < 12; i++, started++) {
+		snprintf(name, sizeof(name), "many%d", i);
+		if (!proc_start(&p[i], "cfx_nofp", name)) {
+			CHECK(!"fixture copies");
+			goto out;
+		}
+		want(&r.k, p[i].run.pid, &p[i].m, &k[i]);
+	}
+	if (!direct(p[0].path, &t)) {
+		CHECK(!"direct build");
+		goto out;
+	}
+	serve(&r, 10 * SEC);
+	CHECK(r.st.built == 12 && r.st.entries == 2 && r.st.evicted == 10);
+	CHECK(r.st.rows_used == 2 * t.n && r.st.rows_resting == 10 * t.n &&
+	      r.st.tables == 2 && r.st.rows_leaked == 0);
+	serve(&r, 10 * SEC + WC_UW_REST_NS);
+	CHECK(r.st.rows_resting == 0 && r.st.rows_used == 2 * t.n);
+out:
+	for (i = 0; i < started; i++)
+		proc_stop(&p[i]);
+	wc_cfi_free(&t);
+	rig_free(&r);
+}
+
 /* Too slow is tried again after WC_UW_RETRY_NS. */
 static void test_retry(void)
 {
@@ -449,6 +498,7 @@ int main(void)
 	RUN(test_entry_lost);
 	RUN(test_room);
 	RUN(test_entries_bounded);
+	RUN(test_many_drops);
 	RUN(test_retry);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
