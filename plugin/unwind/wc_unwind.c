@@ -333,11 +333,41 @@ static void without(struct wc_unwind *u, const struct wc_uw_key *k,
 
 /* Cold files give their rows for n more, usable once they rested: the
  * file that needs them is asked for again after that. */
+static int by_first(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* The longest run of rows free once all resting ones have rested: room
+ * in rows alone is not room for one table when they are in pieces. */
+static uint32_t longest_once_rested(struct wc_unwind *u)
+{
+	size_t n = u->nfree + u->nrest, i;
+	struct extent *all = malloc((n ? n : 1) * sizeof(*all));
+	uint32_t best = 0, run = 0, end = 0;
+
+	if (!all)
+		return 0;
+	memcpy(all, u->free, u->nfree * sizeof(*all));
+	memcpy(all + u->nfree, u->rest, u->nrest * sizeof(*all));
+	qsort(all, n, sizeof(*all), by_first);
+	for (i = 0; i < n; i++) {
+		run = i && all[i].first == end ? run + all[i].n : all[i].n;
+		end = all[i].first + all[i].n;
+		if (run > best)
+			best = run;
+	}
+	free(all);
+	return best;
+}
+
 static void make_room(struct wc_unwind *u, uint32_t n, uint64_t now_ns)
 {
 	struct entry *e;
 
-	while (u->st.rows_used + n > u->k.nrows &&
+	while (longest_once_rested(u) < n &&
 	       (e = coldest(u, true, now_ns, WC_UW_HOT_NS)) != NULL) {
 		drop(u, e, now_ns);
 		u->st.evicted++;
