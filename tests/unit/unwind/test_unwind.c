@@ -382,6 +382,78 @@ out:
 	rig_free(&r);
 }
 
+/* Room in pieces is no room: with rows enough free in all but none long
+ * enough, a cold file gives its rows, and the table that needed them
+ * gets a run of them once they rested. */
+static void test_room_in_pieces(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_cfi_table ts = {0}, tb = {0};
+	struct proc s1, b1, s2, none, b2;
+	struct wc_uw_key k1, kb1, k2, kn, kb2;
+	struct fake_file *hot;
+	const struct fake_file *x;
+	struct rig r;
+	pid_t gpid;
+	bool ok;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	memset(&r, 0, sizeof(r));
+	ok = proc_start(&s1, "cfx_df", "s1") &&
+	     proc_start(&b1, "cfx_nofp", "b1") &&
+	     proc_start(&s2, "cfx_df", "s2") &&
+	     proc_start(&none, "cfx_none", NULL) &&
+	     proc_start(&b2, "cfx_nofp", "b2") && direct(s1.path, &ts) &&
+	     direct(b1.path, &tb);
+	/* Small tables, a big one, and a tail too short for another big
+	 * one; three entries at most. */
+	if (!ok || ts.n >= tb.n ||
+	    !rig_init(&r, (uint32_t)(3 * ts.n + tb.n + tb.n / 2 + 1), 4,
+		      &lim)) {
+		CHECK(!"fixtures and rig");
+		goto out;
+	}
+	want(&r.k, s1.run.pid, &s1.m, &k1);
+	serve(&r, 10 * SEC);
+	want(&r.k, b1.run.pid, &b1.m, &kb1);
+	serve(&r, 10 * SEC + 1);
+	want(&r.k, s2.run.pid, &s2.m, &k2);
+	serve(&r, 10 * SEC + 2);
+	/* A fourth entry (a process gone, for 5 s) pushes out the first:
+	 * a hole of its size. */
+	gpid = none.run.pid;
+	cfi_stop(&none.run);
+	want(&r.k, gpid, &none.m, &kn);
+	serve(&r, 10 * SEC + 3);
+	CHECK(!entry(&r, &k1) && r.st.evicted == 1);
+	serve(&r, 10 * SEC + 3 + WC_UW_SOON_NS);
+	CHECK(!entry(&r, &kn) && r.st.entries == 2 && r.st.rows_resting == 0);
+	hot = fake_find(&r.k, &kb1);
+	if (hot)
+		hot->f.used_ns = 100 * SEC;
+	want(&r.k, b2.run.pid, &b2.m, &kb2);
+	serve(&r, 16 * SEC);
+	x = entry(&r, &kb2);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_ROOM);
+	CHECK(!entry(&r, &k2) && entry(&r, &kb1) && r.st.evicted == 2);
+	serve(&r, 16 * SEC + 2 * WC_UW_REST_NS);
+	want(&r.k, b2.run.pid, &b2.m, &kb2);
+	serve(&r, 16 * SEC + 2 * WC_UW_REST_NS + 1);
+	x = entry(&r, &kb2);
+	CHECK(x && x->f.state == WC_UW_ROWS && x->f.first == ts.n + tb.n &&
+	      x->f.n == tb.n);
+out:
+	proc_stop(&s1);
+	proc_stop(&b1);
+	proc_stop(&s2);
+	proc_stop(&none);
+	proc_stop(&b2);
+	wc_cfi_free(&ts);
+	wc_cfi_free(&tb);
+	rig_free(&r);
+}
+
 /* Entries stay under 7/8 of the files hash, the coldest going first. */
 static void test_entries_bounded(void)
 {
@@ -497,6 +569,7 @@ int main(void)
 	RUN(test_serve);
 	RUN(test_entry_lost);
 	RUN(test_room);
+	RUN(test_room_in_pieces);
 	RUN(test_entries_bounded);
 	RUN(test_many_drops);
 	RUN(test_retry);
