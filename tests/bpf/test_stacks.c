@@ -531,9 +531,12 @@ static void test_oncpu_stacks(void)
 	       "%.3f s: %.1f%% of that in burn_cpu, %.1f%% under spinner\n",
 	       total / 1e9, spin / 1e9, spin ? 100.0 * burn / spin : 0,
 	       spin ? 100.0 * chain / spin : 0);
-	/* weights are run time: 3 s of one spinner, less what it lost to
-	 * others on a busy machine */
-	CHECK(total > 1e9 && spin > 1e9);
+	/* Weights are run time: 3 s of one spinner, less what it lost to
+	 * others.  A busy host may leave it a quarter of a CPU (0.75 s in a
+	 * run beside two CPU hogs and a fuzzer): enough run time for the
+	 * shares below to mean something (200 ms, 200 samples at 1 kHz),
+	 * and all of it sampled. */
+	CHECK(spin > 2e8 && total > 0.9 * spin);
 	CHECK(burn > 0.9 * spin && burn <= 1.02 * spin);
 	CHECK(chain > 0.9 * spin);
 	finish(&r);
