@@ -14,7 +14,8 @@ The script then graphs the busy part of it, and:
   is what `rrdtool fetch` reads from that state's RRD file over the same
   steps, / 1e6, within 0.5 % (whether the RRD holds the csv counters'
   rates is test_rrd's question), the spinner
-  makes on-CPU at least 0.8 (less if other work left it less than a CPU),
+  makes on-CPU at least 0.8 (less if other work left it less than a CPU:
+  0.8 of what schedstat says the workload got over nearly the same seconds),
   the sleeper and the main thread (in pthread_join) sleep 2, the disk
   writer some blocked time, and the stack adds up to the thread count;
 - the errors a user meets say what is wrong and exit non-zero: missing
@@ -158,8 +159,13 @@ with Env("rrdgraph") as env:
     time.sleep(max(0.0, t_b - time.time()))
     busy_b, on_b = cpu_busy_s(), task_schedstat(w.pid)[0]
     others = max(0.0, (busy_b - busy_a) - (on_b - on_a) / 1e9) / (t_b - t_a)
-    low = 0.8 * max(0.0, min(1.0, os.cpu_count() - others))
-    print(f"# other work took {others:.2f} of {os.cpu_count()} CPUs")
+    # What the kernel says the workload got over nearly the same seconds:
+    # on a host whose load comes and goes, the rest of the machine is not
+    # all the spinner's.
+    got = (on_b - on_a) / 1e9 / (t_b - t_a)
+    low = 0.8 * max(0.0, min(1.0, os.cpu_count() - others, got))
+    print(f"# other work took {others:.2f} of {os.cpu_count()} CPUs, the "
+          f"workload {got:.2f} (schedstat)")
     w.wait(SECONDS + 30)
     end = w.started + SECONDS
     # One more read after the end, then stop: the rrdtool plugin writes
