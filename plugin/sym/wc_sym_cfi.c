@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include "sym/wc_sym_cfi.h"
+#include "util/wc_clock.h"
 
 /* x86-64's DWARF register numbers. */
 #define REG_FP 6
@@ -55,20 +56,12 @@ struct build {
 	char *inflated; /* the section, if it was compressed */
 };
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool over_time(struct build *b, bool now)
 {
 	if (!now && ++b->since_check < DEADLINE_EVERY)
 		return false;
 	b->since_check = 0;
-	return thread_cpu_ns() > b->cpu_end;
+	return wc_clock_ns(CLOCK_THREAD_CPUTIME_ID) > b->cpu_end;
 }
 
 /* --- the section and its entries --- */
@@ -742,7 +735,7 @@ int wc_cfi_build_with(struct wc_elf *e, const struct wc_elf_info *info,
 	int err = 0;
 
 	memset(out, 0, sizeof(*out));
-	b.cpu_end = thread_cpu_ns() + lim->cpu_ns;
+	b.cpu_end = wc_clock_ns(CLOCK_THREAD_CPUTIME_ID) + lim->cpu_ns;
 	if (!x86_64(e->elf)) {
 		errno = EINVAL;
 		return -1;

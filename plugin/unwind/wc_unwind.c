@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "unwind/wc_unwind.h"
+#include "util/wc_clock.h"
 
 /* The builder's rows are the walk's rows. */
 _Static_assert(sizeof(struct wc_cfi_row) == sizeof(struct wc_uw_row),
@@ -47,14 +48,6 @@ struct wc_unwind {
 	struct wc_uw_want wants[WANTS_BATCH];
 	struct wc_unwind_stats st;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Room for need extents in *a.  Extents are at least a row each, and
  * free and resting ones never overlap: never more than the array's rows
@@ -429,10 +422,10 @@ static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 		u->st.lost++;
 		return true;
 	}
-	t0 = mono_ns();
+	t0 = wc_clock_ns(CLOCK_MONOTONIC);
 	rc = wc_sym_src_cfi(u->src, (pid_t)w->pid, &m, &u->lim, &t);
 	err = errno;
-	u->st.build_ns += mono_ns() - t0;
+	u->st.build_ns += wc_clock_ns(CLOCK_MONOTONIC) - t0;
 	if (rc == 0) {
 		place(u, k, &t, now_ns);
 		wc_cfi_free(&t);
@@ -479,7 +472,7 @@ static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 unsigned wc_unwind_serve(struct wc_unwind *u, uint64_t now_ns,
 			 uint64_t budget_ns)
 {
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = wc_clock_ns(CLOCK_MONOTONIC);
 	unsigned served = 0;
 	bool deferred;
 	size_t n, i;
@@ -488,7 +481,7 @@ unsigned wc_unwind_serve(struct wc_unwind *u, uint64_t now_ns,
 	expire(u, now_ns);
 	n = u->k.wants(u->k.ctx, u->keys, u->wants, WANTS_BATCH);
 	for (i = 0; i < n; i++) {
-		if (served && mono_ns() - t0 > budget_ns)
+		if (served && wc_clock_ns(CLOCK_MONOTONIC) - t0 > budget_ns)
 			break;
 		deferred = !serve_one(u, &u->keys[i], &u->wants[i], now_ns);
 		u->k.unwant(u->k.ctx, &u->keys[i]);
