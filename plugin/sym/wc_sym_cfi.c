@@ -66,31 +66,40 @@ static bool over_time(struct build *b, bool now)
 
 /* --- the section and its entries --- */
 
-static Elf_Data *eh_frame(Elf *elf, const struct wc_cfi_limits *lim,
-			  uint64_t *addr)
+static Elf_Scn *section(Elf *elf, const char *want, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
 	size_t shstrndx;
 	const char *name;
 
 	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return NULL;
 	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+		if (!gelf_getshdr(scn, sh) || sh->sh_type == SHT_NOBITS)
 			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, ".eh_frame") != 0)
-			continue;
-		if (sh.sh_size > lim->section_max) {
-			errno = EFBIG;
-			return NULL;
-		}
-		*addr = sh.sh_addr;
-		return elf_getdata(scn, NULL);
+		name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && strcmp(name, want) == 0)
+			return scn;
 	}
-	errno = ENOENT;
 	return NULL;
+}
+
+static Elf_Data *eh_frame(Elf *elf, const struct wc_cfi_limits *lim,
+			  uint64_t *addr)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = section(elf, ".eh_frame", &sh);
+
+	if (!scn) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (sh.sh_size > lim->section_max) {
+		errno = EFBIG;
+		return NULL;
+	}
+	*addr = sh.sh_addr;
+	return elf_getdata(scn, NULL);
 }
 
 static size_t value_size(uint8_t enc)
@@ -587,24 +596,6 @@ static bool x86_64(Elf *elf)
 
 	return gelf_getehdr(elf, &eh) && eh.e_machine == EM_X86_64 &&
 	       eh.e_ident[EI_CLASS] == ELFCLASS64;
-}
-
-static Elf_Scn *section(Elf *elf, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	const char *name;
-
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn)) != NULL) {
-		if (!gelf_getshdr(scn, sh) || sh->sh_type == SHT_NOBITS)
-			continue;
-		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && strcmp(name, want) == 0)
-			return scn;
-	}
-	return NULL;
 }
 
 /* The section's bytes, inflated into b->inflated if compressed, never
