@@ -149,6 +149,21 @@ struct {
 #define SCAN_WORDS 64
 #define SCAN_CALLERS 4
 
+/* A user stack walk by unwind tables (unwind_x86.bpf.h). */
+struct uw_regs {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 now; /* bpf_ktime_get_ns(), once a walk needs it */
+	__u32 n;
+	__u32 by_table;
+	__u32 by_fp;
+	__u8 fp_good; /* bp is the caller's rbp as it was */
+	__u8 asked;   /* this run's one bpf_find_vma() is spent */
+	__u8 leaf_untabled;
+	__u8 complete;
+};
+
 /* Per-CPU stack buffers, one per program that walks stacks: the sampler
  * (hard IRQ) and the switch hook (IRQs off under the run-queue lock)
  * cannot be interrupted by another run of theirs on the same CPU. */
@@ -161,6 +176,7 @@ struct scratch {
 	__u64 callers[SCAN_CALLERS]; /* return addresses found in it */
 	__u64 record[2]; /* a frame record read (off the BPF stack, which
 			    the stack search's callbacks fill) */
+	struct uw_regs uw;
 };
 
 struct {

@@ -269,9 +269,9 @@ static __always_inline void splice(struct wc_stack *out,
 
 /* The current thread's user stack into sc->u, walked by frame pointers,
  * callers recovered; false if the kernel could not walk it. */
-static __always_inline bool walk_user(void *ctx, struct scratch *sc,
-				      struct task_struct *task,
-				      struct pt_regs *regs)
+static __always_inline bool walk_user_fp(void *ctx, struct scratch *sc,
+					 struct task_struct *task,
+					 struct pt_regs *regs)
 {
 	long len = bpf_get_stack(ctx, sc->walk.ip, sizeof(sc->walk.ip),
 				 BPF_F_USER_STACK);

@@ -50,10 +50,14 @@ const volatile __u64 load_mono_ns = 0;
 /* Buckets of the held map less one (a power of two); user space sizes
  * the map to match. */
 const volatile __u32 held_mask = 0;
+/* Walk user stacks by the unwind tables user space puts (plugin/unwind),
+ * by frame pointers where none covers the innermost frame. */
+const volatile bool unwind_tables = false;
 
 #include "maps.bpf.h"
 #include "stackstore.bpf.h"
 #include "ustack_x86.bpf.h"
+#include "unwind_x86.bpf.h"
 #include "charge.bpf.h"
 #include "exits.bpf.h"
 #include "park.bpf.h"

@@ -125,6 +125,18 @@ enum wc_counter {
 				    * their stacks before they ended */
 	WC_CNT_WAITS_UNWALKED,	   /* of those, with no kernel stack: the
 				    * flush's walks were used up */
+	WC_CNT_UW_WALKS,	   /* user stacks walked by unwind tables */
+	WC_CNT_UW_FRAMES_TABLE,	   /* their frames unwound by a table */
+	WC_CNT_UW_FRAMES_FP,	   /* ... by frame pointer (no table there) */
+	WC_CNT_UW_COMPLETE,	   /* walks that reached the outermost frame */
+	WC_CNT_UW_LEAF_NO_TABLE,   /* user stacks whose innermost frame had no
+				    * table: walked by frame pointers */
+	WC_CNT_UW_END_NO_TABLE,	   /* walks ended early: a frame without a
+				    * table, the frame pointer not known good */
+	WC_CNT_UW_END_UNLEARNT,	   /* ... a mapping not learnt yet */
+	WC_CNT_UW_END_BAD_READ, /* ... the stack unreadable or not going up */
+	WC_CNT_UW_END_RULE,	/* ... a rule the walk does not follow */
+	WC_CNT_UW_END_SIGNAL,	/* ... a signal frame */
 	WC_CNT_NR,
 };
 
@@ -207,6 +219,25 @@ struct wc_counters {
 struct wc_uw_key {
 	__u64 dev; /* the inode's superblock s_dev: major << 20 | minor */
 	__u64 ino;
+};
+
+/* wc_uw_row.rule & 15: how the CFA (the stack pointer before the call)
+ * is found. */
+enum wc_cfa_kind {
+	WC_CFA_NONE,	    /* no FDE covers the code: no rule */
+	WC_CFA_SP,	    /* rsp + 8 * cfa */
+	WC_CFA_FP,	    /* rbp + 8 * cfa */
+	WC_CFA_PLT,	    /* rsp + 8, + 8 more when (rip & 15) >= cfa */
+	WC_CFA_END,	    /* the return address is undefined: outermost */
+	WC_CFA_SIGNAL,	    /* a signal frame (augmentation "S") */
+	WC_CFA_UNSUPPORTED, /* a rule the table cannot hold */
+};
+
+/* wc_uw_row.rule >> 4: where the caller's rbp is. */
+enum wc_fp_rule {
+	WC_FP_SAME, /* this frame has not changed it */
+	WC_FP_AT,   /* saved at CFA + 8 * fp_slot */
+	WC_FP_LOST, /* anything else: the caller's rbp is unknown */
 };
 
 struct wc_uw_row {

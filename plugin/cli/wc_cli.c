@@ -68,6 +68,9 @@ static const char usage_record[] =
 	"                           microseconds on (default 1000; 0 = all)\n"
 	"  -n, --top N              stack lines kept (default 500)\n"
 	"  -k, --kernel-threads     include kernel threads\n"
+	"  -u, --unwind HOW         user stacks by \"auto\" (unwind tables, frame\n"
+	"                           pointers where none) or \"framepointer\"\n"
+	"                           (the default)\n"
 	"  -o, --output DIR         where the files go (default ./wallclock-out,\n"
 	"                           created mode 0750; must not be writable by\n"
 	"                           others)\n"
@@ -213,17 +216,19 @@ static int cmd_record(int argc, char **argv)
 		{"top", required_argument, NULL, 'n'},
 		{"kernel-threads", no_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'},
+		{"unwind", required_argument, NULL, 'u'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	char out[PATH_MAX] = "wallclock-out", abs[PATH_MAX], err[1024] = "";
+	const char *unwind = "framepointer";
 	long seconds = 10, pid = 0, hz = 49, min_us = 1000, top = 500;
 	bool kthreads = false;
 	struct wc_config cfg;
 	struct wc_engine *e;
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "d:p:F:m:n:ko:h", opts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "d:p:F:m:n:ko:u:h", opts, NULL)) !=
 	       -1) {
 		switch (c) {
 		case 'd':
@@ -251,6 +256,9 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case 'o':
 			snprintf(out, sizeof(out), "%s", optarg);
+			break;
+		case 'u':
+			unwind = optarg;
 			break;
 		case 'h':
 			fputs(usage_record, stdout);
@@ -283,6 +291,8 @@ static int cmd_record(int argc, char **argv)
 	    set_num(&cfg, "FlushInterval", seconds) ||
 	    set_opt(&cfg, "SpoolDir",
 		    (struct wc_cval){.type = WC_CVAL_STRING, .s = abs}) ||
+	    set_opt(&cfg, "UserStackUnwinding",
+		    (struct wc_cval){.type = WC_CVAL_STRING, .s = unwind}) ||
 	    wc_config_finish(&cfg, err, sizeof(err))) {
 		if (err[0])
 			fprintf(stderr, "wallclock: %s\n", err);

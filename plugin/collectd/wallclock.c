@@ -239,6 +239,46 @@ static void submit_stack_self(const struct wc_self_stats *s)
 		       (value_t){.gauge = (double)s->flush.flush_ns / 1e9});
 }
 
+/* User stacks by unwind tables: how complete, why walks ended early,
+ * what the tables hold and cost. */
+static void submit_unwind_self(const struct wc_self_stats *s)
+{
+	static const char *const why[WC_UW_WHY_NR] = {
+		[WC_UW_NO_CFI] = "unwind_files_no_cfi",
+		[WC_UW_TOO_BIG] = "unwind_files_too_big",
+		[WC_UW_NO_ROOM] = "unwind_files_no_room",
+		[WC_UW_SLOW] = "unwind_files_slow",
+		[WC_UW_REFUSED] = "unwind_files_refused",
+		[WC_UW_UNREADABLE] = "unwind_files_unreadable",
+		[WC_UW_DEFERRED] = "unwind_files_deferred",
+		[WC_UW_GONE] = "unwind_files_gone",
+	};
+	const __u64 *v = s->bpf.v;
+	int i;
+
+	submit_derive("unwind_walks", v[WC_CNT_UW_WALKS]);
+	submit_derive("unwind_complete", v[WC_CNT_UW_COMPLETE]);
+	submit_derive("unwind_frames_table", v[WC_CNT_UW_FRAMES_TABLE]);
+	submit_derive("unwind_frames_fp", v[WC_CNT_UW_FRAMES_FP]);
+	submit_derive("unwind_leaf_no_table", v[WC_CNT_UW_LEAF_NO_TABLE]);
+	submit_derive("unwind_end_no_table", v[WC_CNT_UW_END_NO_TABLE]);
+	submit_derive("unwind_end_unlearnt", v[WC_CNT_UW_END_UNLEARNT]);
+	submit_derive("unwind_end_bad_read", v[WC_CNT_UW_END_BAD_READ]);
+	submit_derive("unwind_end_rule", v[WC_CNT_UW_END_RULE]);
+	submit_derive("unwind_end_signal", v[WC_CNT_UW_END_SIGNAL]);
+	submit_derive("unwind_tables_built", s->uw.built);
+	submit_derive("unwind_evicted", s->uw.evicted);
+	for (i = 1; i < WC_UW_WHY_NR; i++)
+		submit_derive(why[i], s->uw.without[i]);
+	submit("", "total_time_in_ms", "unwind_build",
+	       (value_t){.derive = (derive_t)(s->uw.build_ns / 1000000)});
+	submit_gauge("unwind_tables", (double)s->uw.tables);
+	submit("", "bytes", "unwind_rows",
+	       (value_t){.gauge = (double)s->uw.rows_used * 8});
+	submit("", "bytes", "unwind_maps",
+	       (value_t){.gauge = (double)s->unwind_map_bytes});
+}
+
 /* The profiler's own health, under the plugin without an instance (no
  * group name can be empty, so these never collide with a group). */
 static void submit_self(void)
@@ -283,6 +323,8 @@ static void submit_self(void)
 	       (value_t){.gauge = (double)s.read_ns / 1e9});
 	if (s.stacks)
 		submit_stack_self(&s);
+	if (s.unwind)
+		submit_unwind_self(&s);
 }
 
 static void read_failed(const char *err)

@@ -48,6 +48,8 @@ struct wc_collector {
 	uint32_t stack_entries;
 	struct wc_held_bucket *held; /* mapped; NULL without stacks */
 	size_t held_bytes;
+	struct wc_uw_row *uw_rows; /* mapped; NULL without unwind tables */
+	size_t uw_rows_bytes;
 	uint32_t held_mask;
 	struct bpf_link **perf_links; /* one per sampled CPU */
 	struct wc_counters *per_cpu;  /* ncpus_possible, for reading counters */
@@ -204,6 +206,28 @@ static int size_stacks(struct wc_collector *c,
 		       : -ENOMEM;
 }
 
+/* Without unwind tables the maps shrink to an entry or so. */
+static int size_unwind(struct wc_collector *c,
+		       const struct wc_collector_opts *o)
+{
+	bool on = o->stacks && o->unwind_rows;
+	int rc;
+
+	c->skel->rodata->unwind_tables = on;
+	rc = bpf_map__set_max_entries(c->skel->maps.uw_rows,
+				      on ? o->unwind_rows : 1);
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.uw_files,
+					      on ? o->unwind_files : 1);
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.uw_procs,
+					      on ? o->unwind_procs : 64);
+	if (!rc)
+		rc = bpf_map__set_max_entries(c->skel->maps.uw_wants,
+					      on ? 1024 : 1);
+	return rc;
+}
+
 bool wc_collector_kernel_walks(void)
 {
 	static const char *const need[] = {
@@ -238,6 +262,8 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 	c->skel->rodata->min_block_ns = (__u64)o->min_block_us * 1000;
 	c->skel->rodata->load_mono_ns = wc_clock_ns(CLOCK_MONOTONIC);
 	rc = size_stacks(c, o);
+	if (!rc)
+		rc = size_unwind(c, o);
 	if (rc)
 		return wc_err(err, errlen, "sizing the stack tables failed: %s",
 			      strerror(-rc));
@@ -437,6 +463,50 @@ static int map_held(struct wc_collector *c)
 	return 0;
 }
 
+static int map_unwind(struct wc_collector *c)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t bytes = (size_t)bpf_map__max_entries(c->skel->maps.uw_rows) *
+		       sizeof(*c->uw_rows);
+	void *p;
+
+	bytes = (bytes + page - 1) / page * page;
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(c->skel->maps.uw_rows), 0);
+	if (p == MAP_FAILED)
+		return -1;
+	c->uw_rows = p;
+	c->uw_rows_bytes = bytes;
+	return 0;
+}
+
+/* What a map's entries take, roughly: the kernel adds its own per entry
+ * to a hash (a list node and the key). */
+static uint64_t map_bytes(const struct bpf_map *m, size_t extra)
+{
+	return (uint64_t)bpf_map__max_entries(m) *
+	       (bpf_map__key_size(m) + bpf_map__value_size(m) + extra);
+}
+
+bool wc_collector_unwind(const struct wc_collector *c,
+			 struct wc_collector_uw *out)
+{
+	const struct wallclock_bpf *s = c->skel;
+
+	memset(out, 0, sizeof(*out));
+	if (!c->uw_rows)
+		return false;
+	out->rows = c->uw_rows;
+	out->nrows = bpf_map__max_entries(s->maps.uw_rows);
+	out->nfiles = bpf_map__max_entries(s->maps.uw_files);
+	out->files_fd = bpf_map__fd(s->maps.uw_files);
+	out->wants_fd = bpf_map__fd(s->maps.uw_wants);
+	out->map_bytes = c->uw_rows_bytes + map_bytes(s->maps.uw_files, 48) +
+			 map_bytes(s->maps.uw_wants, 48) +
+			 map_bytes(s->maps.uw_procs, 64);
+	return true;
+}
+
 int wc_collector_open(const struct wc_collector_opts *o,
 		      struct wc_collector **out, char *err, size_t errlen)
 {
@@ -476,6 +546,12 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		       "mapping the held-stacks set failed (%s): stacks are "
 		       "copied out of the kernel every time they are taken",
 		       strerror(errno));
+	if (c->skel->rodata->unwind_tables && map_unwind(c)) {
+		wc_err(err, errlen,
+		       "mapping the unwind tables' rows failed: %s",
+		       strerror(errno));
+		goto fail;
+	}
 	c->exit_ring = ring_buffer__new(bpf_map__fd(c->skel->maps.exits),
 					on_exit_record, c, NULL);
 	if (!c->exit_ring) {
@@ -832,6 +908,8 @@ void wc_collector_close(struct wc_collector *c)
 		return;
 	if (c->held)
 		munmap(c->held, c->held_bytes);
+	if (c->uw_rows)
+		munmap(c->uw_rows, c->uw_rows_bytes);
 	ring_buffer__free(c->exit_ring);
 	for (i = 0; i < c->nperf; i++)
 		bpf_link__destroy(c->perf_links[i]);

@@ -43,7 +43,25 @@ struct wc_collector_opts {
 	unsigned int stack_entries; /* stacks, and (process, stack) weights */
 	unsigned int held_stacks;   /* stacks user space holds at most */
 	struct wc_walk_opts walk;   /* zero: the way the kernel allows */
+	/* unwind tables (with stacks): rows in the array, 0 for none */
+	uint32_t unwind_rows;
+	uint32_t unwind_files; /* files with an entry at most */
+	uint32_t unwind_procs; /* processes whose mappings are kept */
 };
+
+/* The unwind tables' maps (bpf/unwind_x86.bpf.h), for wc_unwind. */
+struct wc_collector_uw {
+	struct wc_uw_row *rows; /* mapped; valid until close */
+	uint32_t nrows;
+	uint32_t nfiles;
+	int files_fd;
+	int wants_fd;
+	uint64_t map_bytes; /* the kernel memory the maps took */
+};
+
+/* False when the programs walk by frame pointers only. */
+bool wc_collector_unwind(const struct wc_collector *c,
+			 struct wc_collector_uw *out);
 
 /* Load and attach.  On failure, err says what was refused and what to do
  * about it, and nothing stays loaded. */

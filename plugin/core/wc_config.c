@@ -37,6 +37,8 @@ void wc_config_init(struct wc_config *cfg)
 	cfg->keep_files = 1440; /* a day of minutes */
 	cfg->keep_hours = 168;
 	cfg->keep_mib = 1024;
+	cfg->unwind_tables = false;
+	cfg->unwind_mib = 32;
 }
 
 void wc_config_free(struct wc_config *cfg)
@@ -360,6 +362,24 @@ static int set_unmatched(struct wc_config *cfg, const char *key,
 	return 0;
 }
 
+static int set_unwinding(struct wc_config *cfg, const char *key,
+			 const struct wc_cval *vals, int nvals, char *err,
+			 size_t errlen)
+{
+	if (want_one(key, nvals, err, errlen) ||
+	    get_string(key, &vals[0], 16, err, errlen))
+		return -1;
+	if (strcasecmp(vals[0].s, "auto") == 0)
+		cfg->unwind_tables = true;
+	else if (strcasecmp(vals[0].s, "framepointer") == 0)
+		cfg->unwind_tables = false;
+	else
+		return wc_err(err, errlen,
+			      "%s \"%s\": must be \"auto\" or \"framepointer\"",
+			      key, vals[0].s);
+	return 0;
+}
+
 static int set_spool_dir(struct wc_config *cfg, const char *key,
 			 const struct wc_cval *vals, int nvals, char *err,
 			 size_t errlen)
@@ -445,6 +465,12 @@ static int set_stack_option(struct wc_config *cfg, const char *key,
 	if (strcasecmp(key, "SpoolKeepMiB") == 0)
 		return get_uint(key, vals, nvals, 0, 16777216, &cfg->keep_mib,
 				err, errlen);
+	if (strcasecmp(key, "UserStackUnwinding") == 0)
+		return set_unwinding(cfg, key, vals, nvals, err, errlen);
+	if (strcasecmp(key, "UnwindTableMiB") == 0)
+		return get_uint(key, vals, nvals, WC_UNWIND_MIB_MIN,
+				WC_UNWIND_MIB_MAX, &cfg->unwind_mib, err,
+				errlen);
 	return wc_err(err, errlen, "unknown option \"%s\"", key);
 }
 

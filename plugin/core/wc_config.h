@@ -35,6 +35,8 @@
 #define WC_STACKS_MAX 1048576
 #define WC_FLUSH_S_MAX 86400
 #define WC_TOP_STACKS_MAX 1000000
+#define WC_UNWIND_MIB_MIN 1
+#define WC_UNWIND_MIB_MAX 4096
 
 enum wc_cval_type { WC_CVAL_STRING, WC_CVAL_NUMBER, WC_CVAL_BOOL };
 
@@ -72,6 +74,8 @@ struct wc_config {
 	unsigned int keep_files;       /* SpoolKeepFiles, 0: no limit */
 	unsigned int keep_hours;       /* SpoolKeepHours, 0: no limit */
 	unsigned int keep_mib;	       /* SpoolKeepMiB, 0: no limit */
+	bool unwind_tables;	       /* UserStackUnwinding "auto" */
+	unsigned int unwind_mib;       /* UnwindTableMiB */
 	uint32_t only_tgid;	  /* not an option: the command line's -p PID */
 	struct wc_selection *sel; /* owned, nsel entries */
 	size_t nsel;

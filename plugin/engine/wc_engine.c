@@ -11,6 +11,7 @@
 
 #include "engine/wc_engine.h"
 #include "engine/wc_caps.h"
+#include "engine/wc_engine_unwind.h"
 #include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "core/wc_select.h"
@@ -36,6 +37,10 @@
 /* Kernel stacks of waits under way walked at a flush: a host of idle
  * threads walks this many a flush (each wait is walked once). */
 #define WAIT_WALKS 16384u
+/* Files with unwind tables (or known to have none), and processes whose
+ * mappings the walks keep. */
+#define UNWIND_FILES 4096u
+#define UNWIND_PROCS 2048u
 
 /* A counter of what a bound cost, and when it was last said. */
 struct limit {
@@ -72,6 +77,8 @@ struct wc_engine {
 	/* limits hit, said at most once a minute each (see report_limits) */
 	struct limit exits_dropped, untracked, stacks_full;
 	unsigned caps_missing;
+	struct wc_engine_uw *uw; /* NULL: frame pointers only */
+	uint64_t uw_map_bytes;
 	/* the account and the collector, against an exit drain that may run
 	 * while a flush writes (see wc_engine.h) */
 	pthread_mutex_t lock;
@@ -470,6 +477,24 @@ static void say_caps(struct wc_engine *e)
 		       what);
 }
 
+/* Rows the UnwindTableMiB option buys. */
+static uint32_t unwind_rows(const struct wc_config *cfg)
+{
+	return (uint32_t)(((uint64_t)cfg->unwind_mib << 20) /
+			  sizeof(struct wc_uw_row));
+}
+
+static int start_unwind(struct wc_engine *e, char *err, size_t errlen)
+{
+	struct wc_collector_uw m;
+
+	if (!wc_collector_unwind(e->collector, &m))
+		return 0;
+	e->uw_map_bytes = m.map_bytes;
+	e->uw = wc_engine_uw_start(&m, err, errlen);
+	return e->uw ? 0 : -1;
+}
+
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen)
 {
@@ -492,6 +517,9 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 		.stack_entries = cfg->stack_entries,
 		.held_stacks = cfg->stack_entries * WINDOW_FACTOR,
 		.walk = *walk,
+		.unwind_rows = cfg->unwind_tables ? unwind_rows(cfg) : 0,
+		.unwind_files = UNWIND_FILES,
+		.unwind_procs = UNWIND_PROCS,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,
@@ -516,7 +544,7 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 	 * the symbolizer reads when it starts */
 	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
 	    (cfg->stacks && open_stacks(e, err, errlen)) ||
-	    wc_engine_read(e, err, errlen) ||
+	    start_unwind(e, err, errlen) || wc_engine_read(e, err, errlen) ||
 	    (cfg->stacks && drain(e, err, errlen))) {
 		wc_engine_close(e);
 		return -1;
@@ -566,6 +594,10 @@ static void self_locked(const struct wc_engine *e, struct wc_self_stats *out)
 	out->weights_unowned = e->weights_unowned;
 	out->drain_ns = e->drain_ns;
 	out->stacks_copied = e->stacks_copied;
+	out->unwind = e->uw != NULL;
+	out->unwind_map_bytes = e->uw_map_bytes;
+	if (e->uw)
+		wc_engine_uw_stats(e->uw, &out->uw);
 }
 
 void wc_engine_self(struct wc_engine *e, struct wc_self_stats *out)
@@ -579,6 +611,7 @@ void wc_engine_close(struct wc_engine *e)
 {
 	if (!e)
 		return;
+	wc_engine_uw_stop(e->uw);
 	wc_collector_close(e->collector);
 	wc_account_free(e->account);
 	wc_flush_free(e->flush);

@@ -21,6 +21,7 @@
 #include "core/wc_config.h"
 #include "stacks/wc_flush.h"
 #include "stacks/wc_stacks.h"
+#include "unwind/wc_unwind.h"
 
 struct wc_engine;
 
@@ -39,6 +40,9 @@ struct wc_self_stats {
 	uint64_t weights_unowned; /* weights of dropped or unknown processes */
 	uint64_t drain_ns;	  /* spent draining the stack tables, ever */
 	uint64_t stacks_copied;	  /* stacks copied out of the kernel, ever */
+	bool unwind;		  /* unwind tables on: the rest is about them */
+	uint64_t unwind_map_bytes;
+	struct wc_unwind_stats uw;
 };
 
 /* Loads and attaches, then takes the baseline: what threads do from here

@@ -14,29 +14,13 @@
 #ifndef WC_SYM_CFI_H
 #define WC_SYM_CFI_H
 
+#include <linux/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/wallclock.h"
 #include "sym/wc_sym_elf.h"
-
-/* How the CFA (the stack pointer before the call) is found. */
-enum wc_cfa_kind {
-	WC_CFA_NONE,	    /* no FDE covers the code: no rule */
-	WC_CFA_SP,	    /* rsp + 8 * cfa */
-	WC_CFA_FP,	    /* rbp + 8 * cfa */
-	WC_CFA_PLT,	    /* rsp + 8, + 8 more when (rip & 15) >= cfa */
-	WC_CFA_END,	    /* the return address is undefined: outermost */
-	WC_CFA_SIGNAL,	    /* a signal frame (augmentation "S") */
-	WC_CFA_UNSUPPORTED, /* a rule the table cannot hold */
-};
-
-/* Where the caller's rbp is. */
-enum wc_fp_rule {
-	WC_FP_SAME, /* this frame has not changed it */
-	WC_FP_AT,   /* saved at CFA + 8 * fp_slot */
-	WC_FP_LOST, /* anything else: the caller's rbp is unknown */
-};
 
 /*
  * A row holds from off to the next row's off.  The return address is at

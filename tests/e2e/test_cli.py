@@ -56,6 +56,8 @@ with Env("cli") as env:
                          (["record", "-F", "5000"], '--frequency "5000"'),
                          (["record", "-p", "abc"], '--pid "abc"'),
                          (["record", "--bogus"], "unrecognized option"),
+                         (["record", "--unwind", "dwarf"],
+                          'UserStackUnwinding "dwarf"'),
                          (["render"], "no input given")):
         r = run(*args)
         case(f"{' '.join(args)}: exit 2 with a message",

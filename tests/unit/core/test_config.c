@@ -411,6 +411,22 @@ static void test_unmatched(void)
 	BAD(NULL, "Unmatched", "got 2", str_v("drop"), str_v("drop"));
 }
 
+static void test_unwinding(void)
+{
+	struct wc_config c;
+
+	wc_config_init(&c);
+	CHECK(!c.unwind_tables && c.unwind_mib == 32);
+	CHECK(set1(&c, "UserStackUnwinding", str_v("AUTO")) == 0 &&
+	      c.unwind_tables);
+	CHECK(set1(&c, "UserStackUnwinding", str_v("framepointer")) == 0 &&
+	      !c.unwind_tables);
+	wc_config_free(&c);
+	BAD(NULL, "UserStackUnwinding", "\"dwarf\"", str_v("dwarf"));
+	BAD(NULL, "UserStackUnwinding", "true", bool_v(true));
+	BAD_NONE("UserStackUnwinding");
+}
+
 static void test_spool_dir_set(void)
 {
 	static char path[PATH_MAX];
@@ -453,6 +469,7 @@ static void test_stack_options(void)
 		{"SpoolKeepFiles", 0, 10000000},
 		{"SpoolKeepHours", 0, 87600},
 		{"SpoolKeepMiB", 0, 16777216},
+		{"UnwindTableMiB", 1, 4096},
 	};
 	struct wc_config c;
 	size_t i;
@@ -668,6 +685,7 @@ int main(void)
 	RUN(test_process_match);
 	RUN(test_process_match_complexity);
 	RUN(test_unmatched);
+	RUN(test_unwinding);
 	RUN(test_spool_dir_set);
 	RUN(test_finish_good);
 	RUN(test_finish_not_a_dir);

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * unwind_x86.bpf.h - the user stack walked by unwind tables on x86-64:
+ * each frame's caller from its file's rows (plugin/unwind puts them),
+ * frame pointers only where no table covers the code and the frame
+ * pointer is known good.
+ *
+ * Owns: the rows array, the files hash, the walks' wants, and each
+ * process's mappings as the walks learnt them.
+ *
+ * Included once, in order, by wallclock.bpf.c, after ustack_x86.bpf.h.
+ */
+#ifndef WC_UNWIND_X86_BPF_H
+#define WC_UNWIND_X86_BPF_H
+
+/* User space sizes the first two before load, and maps and fills the
+ * rows (see wc_unwind.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct wc_uw_row);
+} uw_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct wc_uw_key);
+	__type(value, struct wc_uw_file);
+} uw_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct wc_uw_key);
+	__type(value, struct wc_uw_want);
+} uw_wants SEC(".maps");
+
+/*
+ * A process's executable mappings as its walks found them.  Finding one
+ * costs bpf_find_vma(), which with IRQs off (the sampler, the switch
+ * hook) answers once until the CPU next takes interrupts: so one new
+ * mapping a walk, and a walk that needs a second ends there, counted.
+ * exec gives a process a new mm, so a new entry.
+ */
+#define UW_MAPS 16
+#define UWM_FILE 0x1 /* file-backed: dev, ino name it */
+
+struct uw_map {
+	__u64 start;
+	__u64 end;
+	__u64 delta; /* file offset = address + delta */
+	__u64 ino;
+	__u32 dev;
+	__u32 flags;
+};
+
+struct uw_proc {
+	struct uw_map m[UW_MAPS];
+	__u32 next;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct text_key);
+	__type(value, struct uw_proc);
+} uw_procs SEC(".maps");
+
+/* Rows a binary search may need to look at: log2 of WC_CFI_ROWS_MAX. */
+#define UW_SEARCH 24
+#define UW_STACK_SPAN 0x800000 /* a frame's CFA is this near its SP */
+#define UW_WANT_AGAIN_NS 1000000000ULL
+#define UW_USED_EVERY_NS 1000000000ULL
+
+struct uw_found {
+	__u64 start;
+	__u64 end;
+	__u64 pgoff;
+	__u64 ino;
+	__u32 dev;
+	bool exec;
+	bool file;
+};
+
+static long uw_vma_note(struct task_struct *task, struct vm_area_struct *vma,
+			void *data)
+{
+	struct uw_found *f = data;
+	struct file *file = vma->vm_file;
+
+	f->start = vma->vm_start;
+	f->end = vma->vm_end;
+	f->pgoff = vma->vm_pgoff;
+	f->exec = (vma->vm_flags & K_VM_EXEC) != 0;
+	if (file) {
+		f->ino = file->f_inode->i_ino;
+		f->dev = file->f_inode->i_sb->s_dev;
+		f->file = true;
+	}
+	return 0;
+}
+
+/*
+ * A walk's state.  Its numbers live in the per-CPU scratch (struct
+ * uw_regs), not on the BPF stack: there the verifier knows them exactly
+ * and would check the loop's body once for every frame count.
+ */
+struct uwalk {
+	struct scratch *sc;
+	struct uw_regs *r; /* &sc->uw */
+	struct task_struct *task;
+	struct uw_proc *proc;
+};
+
+static __always_inline __u64 uw_now(struct uwalk *w)
+{
+	if (!w->r->now)
+		w->r->now = bpf_ktime_get_ns();
+	return w->r->now;
+}
+
+static __always_inline struct uw_proc *uw_proc_of(struct task_struct *task)
+{
+	struct text_key k = {.mm = (__u64)task->mm, .tgid = task->tgid};
+	struct uw_proc *p = bpf_map_lookup_elem(&uw_procs, &k);
+	static const struct uw_proc fresh;
+
+	if (p)
+		return p;
+	bpf_map_update_elem(&uw_procs, &k, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&uw_procs, &k);
+}
+
+/* The mapping pc is in, learnt now if this walk may still ask; NULL if
+ * not executable or not known. */
+static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
+{
+	struct uw_proc *p = w->proc;
+	struct uw_found f = {};
+	struct uw_map *m;
+	__u32 i;
+
+	for (i = 0; i < UW_MAPS; i++)
+		if (pc >= p->m[i].start && pc < p->m[i].end)
+			return &p->m[i];
+	if (w->r->asked)
+		return NULL;
+	w->r->asked = 1;
+	if (bpf_find_vma(w->task, pc, uw_vma_note, &f, 0) || !f.exec ||
+	    f.end <= pc)
+		return NULL;
+	i = p->next++;
+	opaque(i);
+	m = &p->m[i & (UW_MAPS - 1)];
+	m->start = f.start;
+	m->end = f.end;
+	m->delta = (f.pgoff << 12) - f.start;
+	m->ino = f.ino;
+	m->dev = f.dev;
+	m->flags = f.file ? UWM_FILE : 0;
+	return m;
+}
+
+/* Ask user space for the table of m's file, unless asked lately. */
+static __always_inline void uw_want(struct uwalk *w, const struct uw_map *m,
+				    const struct wc_uw_key *k)
+{
+	struct wc_uw_want *old = bpf_map_lookup_elem(&uw_wants, k);
+	struct wc_uw_want want = {
+		.pid = w->task->tgid,
+		.start = m->start,
+		.end = m->end,
+		.ns = uw_now(w),
+	};
+
+	if (old && want.ns - old->ns < UW_WANT_AGAIN_NS)
+		return;
+	bpf_map_update_elem(&uw_wants, k, &want, BPF_ANY);
+}
+
+/* The row covering pc in m's file, NULL if none (no entry yet: asked). */
+static __always_inline struct wc_uw_row *
+uw_row_of(struct uwalk *w, const struct uw_map *m, __u64 pc)
+{
+	struct wc_uw_key k = {.dev = m->dev, .ino = m->ino};
+	struct wc_uw_row *r;
+	struct wc_uw_file *f;
+	__u64 off = pc + m->delta;
+	__u32 lo, hi, mid, i;
+
+	if (!(m->flags & UWM_FILE) || off > 0xffffffffULL)
+		return NULL;
+	f = bpf_map_lookup_elem(&uw_files, &k);
+	if (!f) {
+		uw_want(w, m, &k);
+		return NULL;
+	}
+	if (f->state != WC_UW_ROWS || !f->n)
+		return NULL;
+	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
+		f->used_ns = w->r->now;
+	lo = f->first;
+	hi = f->first + f->n;
+	for (i = 0; i < UW_SEARCH && lo + 1 < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&uw_rows, &mid);
+		if (!r)
+			return NULL;
+		if (r->off <= (__u32)off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	r = bpf_map_lookup_elem(&uw_rows, &lo);
+	if (!r || r->off > (__u32)off)
+		return NULL;
+	return r;
+}
+
+/* The caller's frame by frame pointer: only where bp is known good. */
+static __always_inline bool uw_fp_step(struct uwalk *w)
+{
+	__u64 *rec = w->sc->record;
+
+	if (!w->r->fp_good) {
+		count(WC_CNT_UW_END_NO_TABLE);
+		return false;
+	}
+	if (w->r->bp < w->r->sp || w->r->bp - w->r->sp > UW_STACK_SPAN ||
+	    (w->r->bp & 7) ||
+	    bpf_probe_read_user(rec, sizeof(w->sc->record), (void *)w->r->bp) ||
+	    !rec[1]) {
+		count(WC_CNT_UW_END_BAD_READ);
+		return false;
+	}
+	w->r->sp = w->r->bp + 16;
+	w->r->ip = rec[1];
+	w->r->bp = rec[0];
+	w->r->by_fp++;
+	return true;
+}
+
+/* The caller's frame by row r at pc; false where the walk ends. */
+static __always_inline bool uw_table_step(struct uwalk *w,
+					  const struct wc_uw_row *r, __u64 pc)
+{
+	__u64 cfa, *rec = w->sc->record;
+	__u32 kind = r->rule & 15, fp = r->rule >> 4;
+
+	switch (kind) {
+	case WC_CFA_SP:
+		cfa = w->r->sp + 8 * (__u64)r->cfa;
+		break;
+	case WC_CFA_FP:
+		if (!w->r->fp_good) {
+			count(WC_CNT_UW_END_RULE);
+			return false;
+		}
+		cfa = w->r->bp + 8 * (__u64)r->cfa;
+		break;
+	case WC_CFA_PLT:
+		cfa = w->r->sp + 8 + ((pc & 15) >= r->cfa ? 8 : 0);
+		break;
+	case WC_CFA_END:
+		w->r->complete = 1;
+		return false;
+	case WC_CFA_SIGNAL:
+		count(WC_CNT_UW_END_SIGNAL);
+		return false;
+	default:
+		count(WC_CNT_UW_END_RULE);
+		return false;
+	}
+	if (cfa <= w->r->sp || cfa - w->r->sp > UW_STACK_SPAN ||
+	    bpf_probe_read_user(rec, 8, (void *)(cfa - 8))) {
+		count(WC_CNT_UW_END_BAD_READ);
+		return false;
+	}
+	w->r->ip = rec[0];
+	if (fp == WC_FP_AT) {
+		if (bpf_probe_read_user(
+			    &w->r->bp, 8,
+			    (void *)(cfa + 8 * (__s64)r->fp_slot))) {
+			count(WC_CNT_UW_END_BAD_READ);
+			return false;
+		}
+	} else if (fp != WC_FP_SAME) {
+		w->r->fp_good = 0;
+	}
+	w->r->sp = cfa;
+	w->r->by_table++;
+	/* a return address of 0: the outermost frame, by convention */
+	if (!w->r->ip) {
+		w->r->complete = 1;
+		return false;
+	}
+	return true;
+}
+
+/* One frame; a bpf_loop() body. */
+static long uw_step(__u64 i, void *data)
+{
+	struct uwalk *w = data;
+	struct wc_uw_row *r = NULL;
+	struct uw_map *m;
+	__u32 n = w->r->n;
+	__u64 pc;
+
+	if (!w->sc || !w->proc || n >= WC_STACK_DEPTH)
+		return 1;
+	w->sc->u.ip[n] = w->r->ip;
+	w->r->n = n + 1;
+	/* a caller's pc is its call, the byte before the return address */
+	pc = n ? w->r->ip - 1 : w->r->ip;
+	m = uw_map_of(w, pc);
+	if (!m && n == 0) {
+		w->r->leaf_untabled = 1;
+		return 1;
+	}
+	if (!m) {
+		count(WC_CNT_UW_END_UNLEARNT);
+		return 1;
+	}
+	r = uw_row_of(w, m, pc);
+	if (r && (r->rule & 15) != WC_CFA_NONE)
+		return uw_table_step(w, r, pc) ? 0 : 1;
+	if (n == 0) {
+		w->r->leaf_untabled = 1;
+		return 1;
+	}
+	return uw_fp_step(w) ? 0 : 1;
+}
+
+/* The current thread's user stack into sc->u by tables where they cover
+ * it; false where the innermost frame has none (walk by frame pointers
+ * then, as without tables). */
+static __always_inline bool walk_by_tables(struct scratch *sc,
+					   struct task_struct *task,
+					   struct pt_regs *regs)
+{
+	struct uw_regs *r = &sc->uw;
+	struct uwalk w = {.sc = sc, .r = r, .task = task};
+
+	sc->u.nr = 0;
+	__builtin_memset(r, 0, sizeof(*r));
+	r->ip = BPF_CORE_READ(regs, ip);
+	r->sp = BPF_CORE_READ(regs, sp);
+	r->bp = BPF_CORE_READ(regs, bp);
+	r->fp_good = 1;
+	w.proc = uw_proc_of(task);
+	if (!w.proc || !r->ip)
+		return false;
+	bpf_loop(WC_STACK_DEPTH, uw_step, &w, 0);
+	if (r->leaf_untabled) {
+		count(WC_CNT_UW_LEAF_NO_TABLE);
+		return false;
+	}
+	sc->u.nr = r->n < WC_STACK_DEPTH ? r->n : WC_STACK_DEPTH;
+	count(WC_CNT_UW_WALKS);
+	count_n(WC_CNT_UW_FRAMES_TABLE, r->by_table);
+	count_n(WC_CNT_UW_FRAMES_FP, r->by_fp);
+	if (r->complete)
+		count(WC_CNT_UW_COMPLETE);
+	return sc->u.nr > 0;
+}
+
+/* The current thread's user stack into sc->u; false if none. */
+static __always_inline bool walk_user(void *ctx, struct scratch *sc,
+				      struct task_struct *task,
+				      struct pt_regs *regs)
+{
+	if (unwind_tables && walk_by_tables(sc, task, regs))
+		return true;
+	return walk_user_fp(ctx, sc, task, regs);
+}
+
+#endif /* WC_UNWIND_X86_BPF_H */
