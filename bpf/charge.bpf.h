@@ -50,22 +50,31 @@ static __always_inline __u64 rq_clock_of(struct task_struct *t)
 }
 
 /* Storage for a thread, in state since ckpt, with the kernel's run time
- * and run-queue total as of then. */
+ * and run-queue total as of then.  Its first value is built in the
+ * calling program's scratch: on the BPF stack it would take half of what
+ * the switch hook's program and the user stack walk's loop may share. */
 static __always_inline struct wc_task *create(struct task_struct *task,
 					      __u64 ckpt, __u32 state,
-					      __u64 exec_ns, __u64 rd_ckpt)
+					      __u64 exec_ns, __u64 rd_ckpt,
+					      __u32 which)
 {
-	struct wc_task init = {};
-	struct wc_task *t;
+	struct scratch *sc = scratch_buf(which);
+	struct wc_task *init, *t;
 
-	init.id = __sync_fetch_and_add(&next_id, 1) + 1;
-	init.state = state;
-	init.ckpt = ckpt;
-	init.exec_ns = exec_ns;
-	init.sample_exec_ns = exec_ns;
-	init.rd_ckpt = rd_ckpt;
-	init.place = WC_PLACES;
-	t = bpf_task_storage_get(&tasks, task, &init,
+	if (!sc) {
+		count(WC_CNT_STORAGE_FAILED);
+		return NULL;
+	}
+	init = &sc->init;
+	__builtin_memset(init, 0, sizeof(*init));
+	init->id = __sync_fetch_and_add(&next_id, 1) + 1;
+	init->state = state;
+	init->ckpt = ckpt;
+	init->exec_ns = exec_ns;
+	init->sample_exec_ns = exec_ns;
+	init->rd_ckpt = rd_ckpt;
+	init->place = WC_PLACES;
+	t = bpf_task_storage_get(&tasks, task, init,
 				 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
 		count(WC_CNT_STORAGE_FAILED);
@@ -81,16 +90,17 @@ static __always_inline struct wc_task *create(struct task_struct *task,
  * finds queued and never run loses the microseconds it has waited so
  * far).
  */
-static __always_inline struct wc_task *
-first_sight(struct task_struct *task, __u64 now, __u32 state, bool running)
+static __always_inline struct wc_task *first_sight(struct task_struct *task,
+						   __u64 now, __u32 state,
+						   bool running, __u32 which)
 {
 	__u64 rd = task->sched_info.run_delay;
 	__u64 arrived = task->sched_info.last_arrival;
 
 	if (load_mono_ns && task->start_time >= load_mono_ns && running &&
 	    arrived > rd && arrived <= now)
-		return create(task, arrived - rd, WC_RUNQ, 0, 0);
-	return create(task, now, state, task->se.sum_exec_runtime, rd);
+		return create(task, arrived - rd, WC_RUNQ, 0, 0, which);
+	return create(task, now, state, task->se.sum_exec_runtime, rd, which);
 }
 
 /* How much of a wait since the checkpoint was spent in the run queue, up

@@ -162,6 +162,11 @@ struct uw_regs {
 	__u8 asked;   /* this run's one bpf_find_vma() is spent */
 	__u8 leaf_untabled;
 	__u8 complete;
+	__u32 label; /* enum wc_frame_label: why it ended early; 0: it did not */
+	__u32 valid; /* the process's cached mappings checked in this walk */
+	__u8 bad;    /* the kernel said an address is not in executable code */
+	struct wc_uw_key key;	/* a file's, as the walk looks it up */
+	struct wc_uw_want want; /* the walk's request for its table */
 };
 
 /* Per-CPU stack buffers, one per program that walks stacks: the sampler
@@ -177,6 +182,7 @@ struct scratch {
 	__u64 record[2]; /* a frame record read (off the BPF stack, which
 			    the stack search's callbacks fill) */
 	struct uw_regs uw;
+	struct wc_task init; /* a thread's first storage value (create) */
 };
 
 struct {

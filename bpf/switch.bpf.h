@@ -167,7 +167,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 			return;
 		}
 		/* one that began before we looked starts now, at no charge */
-		t = first_sight(prev, now, WC_ONCPU, true);
+		t = first_sight(prev, now, WC_ONCPU, true, SCRATCH_SWITCH);
 		if (!t)
 			return;
 	}

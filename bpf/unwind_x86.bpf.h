@@ -48,12 +48,15 @@ struct {
 #define UWM_FILE 0x1 /* file-backed: dev, ino name it */
 
 struct uw_map {
+	__u64 vma; /* where the kernel kept it, to tell it is still there */
 	__u64 start;
 	__u64 end;
 	__u64 delta; /* file offset = address + delta */
 	__u64 ino;
 	__u32 dev;
+	__u32 gen;
 	__u32 flags;
+	__u32 pad;
 };
 
 struct uw_proc {
@@ -74,31 +77,12 @@ struct {
 #define UW_WANT_AGAIN_NS 1000000000ULL
 #define UW_USED_EVERY_NS 1000000000ULL
 
-struct uw_found {
-	__u64 start;
-	__u64 end;
-	__u64 pgoff;
-	__u64 ino;
-	__u32 dev;
-	bool exec;
-	bool file;
-};
-
+/* bpf_find_vma()'s callback: the mapping, read after (its context is
+ * on the BPF stack, which the walk's loop shares with the program). */
 static long uw_vma_note(struct task_struct *task, struct vm_area_struct *vma,
 			void *data)
 {
-	struct uw_found *f = data;
-	struct file *file = vma->vm_file;
-
-	f->start = vma->vm_start;
-	f->end = vma->vm_end;
-	f->pgoff = vma->vm_pgoff;
-	f->exec = (vma->vm_flags & K_VM_EXEC) != 0;
-	if (file) {
-		f->ino = file->f_inode->i_ino;
-		f->dev = file->f_inode->i_sb->s_dev;
-		f->file = true;
-	}
+	*(__u64 *)data = (__u64)vma;
 	return 0;
 }
 
@@ -113,6 +97,32 @@ struct uwalk {
 	struct task_struct *task;
 	struct uw_proc *proc;
 };
+
+/* The walk ends early: counted, and said by a label frame. */
+static __always_inline void uw_end(struct uwalk *w, __u32 why)
+{
+	switch (why) {
+	case WC_FL_NO_TABLE:
+		count(WC_CNT_UW_END_NO_TABLE);
+		break;
+	case WC_FL_UNLEARNT:
+		count(WC_CNT_UW_END_UNLEARNT);
+		break;
+	case WC_FL_BAD_READ:
+		count(WC_CNT_UW_END_BAD_READ);
+		break;
+	case WC_FL_RULE:
+		count(WC_CNT_UW_END_RULE);
+		break;
+	case WC_FL_PENDING:
+		count(WC_CNT_UW_END_PENDING);
+		break;
+	default:
+		count(WC_CNT_UW_END_SIGNAL);
+		break;
+	}
+	w->r->label = why;
+}
 
 static __always_inline __u64 uw_now(struct uwalk *w)
 {
@@ -133,72 +143,127 @@ static __always_inline struct uw_proc *uw_proc_of(struct task_struct *task)
 	return bpf_map_lookup_elem(&uw_procs, &k);
 }
 
+/*
+ * Whether cached mapping m is still what the kernel has there: a library
+ * unloaded and another loaded at the same place, or two CPUs learning
+ * into one slot at once, must not pair one file's rows with another's
+ * code.  Read from the kernel's own record of the mapping, wherever it is
+ * now (a freed record reads as another, or as nothing).
+ */
+static __always_inline bool uw_map_valid(struct uwalk *w,
+					 const struct uw_map *m)
+{
+	struct vm_area_struct *v = (struct vm_area_struct *)m->vma;
+	__u64 ino = 0;
+
+	if (BPF_CORE_READ(v, vm_start) != m->start ||
+	    BPF_CORE_READ(v, vm_end) != m->end ||
+	    BPF_CORE_READ(v, vm_mm) != w->task->mm)
+		return false;
+	if (m->flags & UWM_FILE)
+		ino = BPF_CORE_READ(v, vm_file, f_inode, i_ino);
+	return ino == m->ino;
+}
+
 /* The mapping pc is in, learnt now if this walk may still ask; NULL if
- * not executable or not known. */
+ * not known (w->r->bad: the kernel said it is not executable code). */
 static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
 {
 	struct uw_proc *p = w->proc;
-	struct uw_found f = {};
+	struct vm_area_struct *v;
 	struct uw_map *m;
+	__u64 addr = 0;
 	__u32 i;
 
-	for (i = 0; i < UW_MAPS; i++)
-		if (pc >= p->m[i].start && pc < p->m[i].end)
-			return &p->m[i];
+	for (i = 0; i < UW_MAPS; i++) {
+		m = &p->m[i];
+		if (pc < m->start || pc >= m->end)
+			continue;
+		if ((w->r->valid & (1u << i)) || uw_map_valid(w, m)) {
+			w->r->valid |= 1u << i;
+			return m;
+		}
+		m->end = 0; /* stale: learnt again below */
+		break;
+	}
 	if (w->r->asked)
 		return NULL;
 	w->r->asked = 1;
-	if (bpf_find_vma(w->task, pc, uw_vma_note, &f, 0) || !f.exec ||
-	    f.end <= pc)
-		return NULL;
-	i = p->next++;
+	if (bpf_find_vma(w->task, pc, uw_vma_note, &addr, 0) || !addr)
+		goto bad;
+	v = (struct vm_area_struct *)addr;
+	if (!(BPF_CORE_READ(v, vm_flags) & K_VM_EXEC))
+		goto bad;
+	i = __sync_fetch_and_add(&p->next, 1);
 	opaque(i);
-	m = &p->m[i & (UW_MAPS - 1)];
-	m->start = f.start;
-	m->end = f.end;
-	m->delta = (f.pgoff << 12) - f.start;
-	m->ino = f.ino;
-	m->dev = f.dev;
-	m->flags = f.file ? UWM_FILE : 0;
+	i &= UW_MAPS - 1;
+	m = &p->m[i];
+	m->vma = addr;
+	m->start = BPF_CORE_READ(v, vm_start);
+	m->end = BPF_CORE_READ(v, vm_end);
+	m->delta = (BPF_CORE_READ(v, vm_pgoff) << 12) - m->start;
+	m->ino = BPF_CORE_READ(v, vm_file, f_inode, i_ino);
+	m->gen = BPF_CORE_READ(v, vm_file, f_inode, i_generation);
+	m->dev = BPF_CORE_READ(v, vm_file, f_inode, i_sb, s_dev);
+	m->flags = BPF_CORE_READ(v, vm_file) ? UWM_FILE : 0;
+	if (pc < m->start || pc >= m->end) {
+		m->end = 0;
+		goto bad;
+	}
+	w->r->valid |= 1u << i;
 	return m;
+bad:
+	w->r->bad = 1;
+	return NULL;
 }
 
-/* Ask user space for the table of m's file, unless asked lately. */
-static __always_inline void uw_want(struct uwalk *w, const struct uw_map *m,
-				    const struct wc_uw_key *k)
+/* Ask user space for the table of the file w->r->key names, unless
+ * asked lately.  Key and request are built in the scratch: the BPF stack
+ * is the program's, and nearly full. */
+static __always_inline void uw_want(struct uwalk *w, const struct uw_map *m)
 {
-	struct wc_uw_want *old = bpf_map_lookup_elem(&uw_wants, k);
-	struct wc_uw_want want = {
-		.pid = w->task->tgid,
-		.start = m->start,
-		.end = m->end,
-		.ns = uw_now(w),
-	};
+	struct wc_uw_want *old = bpf_map_lookup_elem(&uw_wants, &w->r->key);
+	struct wc_uw_want *want = &w->r->want;
 
-	if (old && want.ns - old->ns < UW_WANT_AGAIN_NS)
+	want->pid = w->task->tgid;
+	want->start = m->start;
+	want->end = m->end;
+	want->ns = uw_now(w);
+	if (old && want->ns - old->ns < UW_WANT_AGAIN_NS)
 		return;
-	bpf_map_update_elem(&uw_wants, k, &want, BPF_ANY);
+	bpf_map_update_elem(&uw_wants, &w->r->key, want, BPF_ANY);
 }
 
-/* The row covering pc in m's file, NULL if none (no entry yet: asked). */
-static __always_inline struct wc_uw_row *
-uw_row_of(struct uwalk *w, const struct uw_map *m, __u64 pc)
+/* What a mapping's file has for pc. */
+enum uw_cover {
+	UW_ROW,	    /* a row */
+	UW_NONE,    /* no table: no CFI, did not fit, anonymous (JIT) code */
+	UW_PENDING, /* not known yet: asked for */
+};
+
+/* The row covering pc in m's file into *row, if its table has one. */
+static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
+					       const struct uw_map *m, __u64 pc,
+					       struct wc_uw_row **row)
 {
-	struct wc_uw_key k = {.dev = m->dev, .ino = m->ino};
+	struct wc_uw_key *k = &w->r->key;
 	struct wc_uw_row *r;
 	struct wc_uw_file *f;
 	__u64 off = pc + m->delta;
 	__u32 lo, hi, mid, i;
 
 	if (!(m->flags & UWM_FILE) || off > 0xffffffffULL)
-		return NULL;
-	f = bpf_map_lookup_elem(&uw_files, &k);
+		return UW_NONE;
+	k->dev = m->dev;
+	k->gen = m->gen;
+	k->ino = m->ino;
+	f = bpf_map_lookup_elem(&uw_files, k);
 	if (!f) {
-		uw_want(w, m, &k);
-		return NULL;
+		uw_want(w, m);
+		return UW_PENDING;
 	}
 	if (f->state != WC_UW_ROWS || !f->n)
-		return NULL;
+		return UW_NONE;
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
 	lo = f->first;
@@ -207,16 +272,18 @@ uw_row_of(struct uwalk *w, const struct uw_map *m, __u64 pc)
 		mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&uw_rows, &mid);
 		if (!r)
-			return NULL;
+			return UW_NONE;
 		if (r->off <= (__u32)off)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	r = bpf_map_lookup_elem(&uw_rows, &lo);
-	if (!r || r->off > (__u32)off)
-		return NULL;
-	return r;
+	if (!r || r->off > (__u32)off || lo + 1 < hi ||
+	    (r->rule & 15) == WC_CFA_NONE)
+		return UW_NONE;
+	*row = r;
+	return UW_ROW;
 }
 
 /* The caller's frame by frame pointer: only where bp is known good. */
@@ -225,14 +292,19 @@ static __always_inline bool uw_fp_step(struct uwalk *w)
 	__u64 *rec = w->sc->record;
 
 	if (!w->r->fp_good) {
-		count(WC_CNT_UW_END_NO_TABLE);
+		uw_end(w, WC_FL_NO_TABLE);
+		return false;
+	}
+	/* the outermost frame of code built with frame pointers */
+	if (!w->r->bp) {
+		w->r->complete = 1;
 		return false;
 	}
 	if (w->r->bp < w->r->sp || w->r->bp - w->r->sp > UW_STACK_SPAN ||
 	    (w->r->bp & 7) ||
 	    bpf_probe_read_user(rec, sizeof(w->sc->record), (void *)w->r->bp) ||
 	    !rec[1]) {
-		count(WC_CNT_UW_END_BAD_READ);
+		uw_end(w, WC_FL_BAD_READ);
 		return false;
 	}
 	w->r->sp = w->r->bp + 16;
@@ -255,7 +327,7 @@ static __always_inline bool uw_table_step(struct uwalk *w,
 		break;
 	case WC_CFA_FP:
 		if (!w->r->fp_good) {
-			count(WC_CNT_UW_END_RULE);
+			uw_end(w, WC_FL_RULE);
 			return false;
 		}
 		cfa = w->r->bp + 8 * (__u64)r->cfa;
@@ -267,15 +339,15 @@ static __always_inline bool uw_table_step(struct uwalk *w,
 		w->r->complete = 1;
 		return false;
 	case WC_CFA_SIGNAL:
-		count(WC_CNT_UW_END_SIGNAL);
+		uw_end(w, WC_FL_SIGNAL);
 		return false;
 	default:
-		count(WC_CNT_UW_END_RULE);
+		uw_end(w, WC_FL_RULE);
 		return false;
 	}
 	if (cfa <= w->r->sp || cfa - w->r->sp > UW_STACK_SPAN ||
 	    bpf_probe_read_user(rec, 8, (void *)(cfa - 8))) {
-		count(WC_CNT_UW_END_BAD_READ);
+		uw_end(w, WC_FL_BAD_READ);
 		return false;
 	}
 	w->r->ip = rec[0];
@@ -283,7 +355,7 @@ static __always_inline bool uw_table_step(struct uwalk *w,
 		if (bpf_probe_read_user(
 			    &w->r->bp, 8,
 			    (void *)(cfa + 8 * (__s64)r->fp_slot))) {
-			count(WC_CNT_UW_END_BAD_READ);
+			uw_end(w, WC_FL_BAD_READ);
 			return false;
 		}
 	} else if (fp != WC_FP_SAME) {
@@ -299,35 +371,43 @@ static __always_inline bool uw_table_step(struct uwalk *w,
 	return true;
 }
 
-/* One frame; a bpf_loop() body. */
+/* One frame; a bpf_loop() body.  An address is kept only once its
+ * mapping is known to be executable code (the leaf's always is). */
 static long uw_step(__u64 i, void *data)
 {
 	struct uwalk *w = data;
 	struct wc_uw_row *r = NULL;
+	enum uw_cover cover;
 	struct uw_map *m;
 	__u32 n = w->r->n;
 	__u64 pc;
 
 	if (!w->sc || !w->proc || n >= WC_STACK_DEPTH)
 		return 1;
-	w->sc->u.ip[n] = w->r->ip;
-	w->r->n = n + 1;
 	/* a caller's pc is its call, the byte before the return address */
 	pc = n ? w->r->ip - 1 : w->r->ip;
 	m = uw_map_of(w, pc);
-	if (!m && n == 0) {
+	cover = m ? uw_row_of(w, m, pc, &r) : UW_PENDING;
+	if (n == 0 && cover != UW_ROW) {
 		w->r->leaf_untabled = 1;
 		return 1;
 	}
+	if (w->r->bad) {
+		uw_end(w, WC_FL_BAD_READ);
+		return 1;
+	}
+	w->sc->u.ip[n] = w->r->ip;
+	w->r->n = n + 1;
 	if (!m) {
-		count(WC_CNT_UW_END_UNLEARNT);
+		uw_end(w, WC_FL_UNLEARNT);
 		return 1;
 	}
-	r = uw_row_of(w, m, pc);
-	if (r && (r->rule & 15) != WC_CFA_NONE)
+	if (cover == UW_ROW && r)
 		return uw_table_step(w, r, pc) ? 0 : 1;
-	if (n == 0) {
-		w->r->leaf_untabled = 1;
+	/* a table on its way: frame pointers would guess at code that
+	 * likely has none */
+	if (cover == UW_PENDING) {
+		uw_end(w, WC_FL_PENDING);
 		return 1;
 	}
 	return uw_fp_step(w) ? 0 : 1;
@@ -342,6 +422,7 @@ static __always_inline bool walk_by_tables(struct scratch *sc,
 {
 	struct uw_regs *r = &sc->uw;
 	struct uwalk w = {.sc = sc, .r = r, .task = task};
+	__u32 n;
 
 	sc->u.nr = 0;
 	__builtin_memset(r, 0, sizeof(*r));
@@ -356,6 +437,11 @@ static __always_inline bool walk_by_tables(struct scratch *sc,
 	if (r->leaf_untabled) {
 		count(WC_CNT_UW_LEAF_NO_TABLE);
 		return false;
+	}
+	n = r->n;
+	if (r->label && n < WC_STACK_DEPTH) {
+		sc->u.ip[n] = WC_FRAME_LABEL + r->label;
+		r->n = n + 1;
 	}
 	sc->u.nr = r->n < WC_STACK_DEPTH ? r->n : WC_STACK_DEPTH;
 	count(WC_CNT_UW_WALKS);

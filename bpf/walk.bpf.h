@@ -22,9 +22,10 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
 		return NULL;
 
 	if (BPF_CORE_READ(task, on_cpu))
-		return first_sight(task, rq_clock_of(task), WC_ONCPU, true);
+		return first_sight(task, rq_clock_of(task), WC_ONCPU, true,
+				   SCRATCH_WALK);
 	return first_sight(task, rq_clock_of(bpf_get_current_task_btf()),
-			   state_of(st), false);
+			   state_of(st), false, SCRATCH_WALK);
 }
 
 /*

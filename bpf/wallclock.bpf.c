@@ -96,8 +96,8 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 		t = bpf_task_storage_get(&tasks, task, 0, 0);
 		/* running since before any switch-out we saw */
 		if (!t && !(task->flags & K_PF_EXITING))
-			t = first_sight(task, rq_clock_of(task), WC_ONCPU,
-					true);
+			t = first_sight(task, rq_clock_of(task), WC_ONCPU, true,
+					SCRATCH_SAMPLE);
 	}
 	n = ticks(ctx, t ? t->id : 0, task->se.sum_exec_runtime);
 	if (task->pid == 0) {

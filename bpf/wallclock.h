@@ -137,6 +137,7 @@ enum wc_counter {
 	WC_CNT_UW_END_BAD_READ, /* ... the stack unreadable or not going up */
 	WC_CNT_UW_END_RULE,	/* ... a rule the walk does not follow */
 	WC_CNT_UW_END_SIGNAL,	/* ... a signal frame */
+	WC_CNT_UW_END_PENDING,	/* ... a table not built yet */
 	WC_CNT_NR,
 };
 
@@ -178,6 +179,20 @@ struct wc_stack_short {
 #define WC_STACK_UNPARKED 3 /* a wait's user stack, not taken as it began */
 #define WC_STACK_LABELS 16
 
+/* A user stack's outermost address at or above WC_FRAME_LABEL is not a
+ * frame but says why a walk by unwind tables ended there, which the
+ * folded files name (no user address is this high). */
+#define WC_FRAME_LABEL 0xffffffffffffff00ULL
+enum wc_frame_label {
+	WC_FL_NO_TABLE = 1, /* no table, the frame pointer not known good */
+	WC_FL_UNLEARNT,	    /* the mapping not looked up yet */
+	WC_FL_BAD_READ,	    /* the stack unreadable, or not going up */
+	WC_FL_RULE,	    /* a rule the walk does not follow */
+	WC_FL_SIGNAL,	    /* a signal frame */
+	WC_FL_PENDING,	    /* the file's table not built yet */
+	WC_FL_NR,
+};
+
 struct wc_stack_key {
 	__u32 tgid;
 	__u32 kind; /* enum wc_state: WC_ONCPU, WC_SLEEP or WC_BLOCKED */
@@ -217,7 +232,8 @@ struct wc_counters {
  * user space can open it through /proc/PID/map_files.
  */
 struct wc_uw_key {
-	__u64 dev; /* the inode's superblock s_dev: major << 20 | minor */
+	__u32 dev; /* the inode's superblock s_dev: major << 20 | minor */
+	__u32 gen; /* its i_generation: a number reused is another file */
 	__u64 ino;
 };
 

@@ -106,6 +106,7 @@ run "bench scale smoke" python3 "$SRC/tests/bench/scale.py" --smoke
 run "bench storm smoke" python3 "$SRC/tests/bench/storm.py" --smoke
 run "bench adopted smoke" python3 "$SRC/tests/bench/adopted.py" --smoke
 run "bench cfi tables smoke" python3 "$SRC/tests/bench/cfi_tables.py" --smoke
+run "bench unwind smoke" python3 "$SRC/tests/bench/unwind.py" --smoke
 # shellcheck disable=SC2016
 run "bench read smoke" bash -c '"$1" -n 2 -s 1 >/dev/null &&
 	echo "PASS: readbench: two reads timed"' _ "$BUILD/tests/bench/readbench"

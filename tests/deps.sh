@@ -12,6 +12,8 @@ PACKAGES=(
 	# run and test (libc6-dbg names libc's internal functions)
 	collectd-utils rrdtool python3 linux-perf util-linux procps libc6-dbg
 	g++ binutils libxml2-utils graphite-carbon python3-whisper
+	# programs nobody here wrote, unwound by their tables (test_unwind.py)
+	xz-utils
 	# the layout of the C sources (tests/format.sh)
 	clang-format
 	# the fuzz targets (libFuzzer's runtime)

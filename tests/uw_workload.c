@@ -6,10 +6,17 @@
  * frame pointers (tests/e2e/test_unwind.py).
  *
  * usage: uw_workload SECONDS
+ *        uw_workload SECONDS signal
+ *        uw_workload SECONDS naps
+ * The second spins for SECONDS in a signal handler instead, whose walks
+ * end at the signal frame; the third only naps, 1.2 ms at a time, so
+ * that every switch-out parks its user stack (tests/bench/unwind.py).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +61,13 @@ static void __attribute__((noinline)) uw_nap(void)
 	nanosleep(&ts, NULL);
 }
 
+static void __attribute__((noinline)) uw_short_nap(void)
+{
+	struct timespec ts = {0, 1200000};
+
+	nanosleep(&ts, NULL);
+}
+
 static void *__attribute__((noinline)) uw_sleep(void *arg)
 {
 	(void)arg;
@@ -78,10 +92,37 @@ static void *__attribute__((noinline)) uw_reader(void *arg)
 	return NULL;
 }
 
+static int handler_secs;
+
+static void __attribute__((noinline)) uw_on_signal(int sig)
+{
+	time_t until = time(NULL) + handler_secs;
+	volatile unsigned long k;
+
+	(void)sig;
+	while (time(NULL) < until)
+		for (k = 0; k < 10000000; k++)
+			;
+}
+
 int main(int argc, char **argv)
 {
 	int secs = argc > 1 ? atoi(argv[1]) : 10, i;
 	pthread_t t[3];
+
+	if (argc > 2 && strcmp(argv[2], "naps") == 0) {
+		time_t until = time(NULL) + secs;
+
+		while (time(NULL) < until)
+			uw_short_nap();
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[2], "signal") == 0) {
+		handler_secs = secs;
+		signal(SIGUSR1, uw_on_signal);
+		raise(SIGUSR1);
+		return 0;
+	}
 
 	if (pipe(pipe_fds))
 		return 1;

@@ -266,8 +266,10 @@ static void submit_unwind_self(const struct wc_self_stats *s)
 	submit_derive("unwind_end_bad_read", v[WC_CNT_UW_END_BAD_READ]);
 	submit_derive("unwind_end_rule", v[WC_CNT_UW_END_RULE]);
 	submit_derive("unwind_end_signal", v[WC_CNT_UW_END_SIGNAL]);
+	submit_derive("unwind_end_pending", v[WC_CNT_UW_END_PENDING]);
 	submit_derive("unwind_tables_built", s->uw.built);
 	submit_derive("unwind_evicted", s->uw.evicted);
+	submit_derive("unwind_idle", s->uw.idle);
 	for (i = 1; i < WC_UW_WHY_NR; i++)
 		submit_derive(why[i], s->uw.without[i]);
 	submit("", "total_time_in_ms", "unwind_build",

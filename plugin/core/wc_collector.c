@@ -49,6 +49,7 @@ struct wc_collector {
 	struct wc_held_bucket *held; /* mapped; NULL without stacks */
 	size_t held_bytes;
 	struct wc_uw_row *uw_rows; /* mapped; NULL without unwind tables */
+	bool unwind_refused;	   /* the kernel would not load the walk */
 	size_t uw_rows_bytes;
 	uint32_t held_mask;
 	struct bpf_link **perf_links; /* one per sampled CPU */
@@ -210,7 +211,7 @@ static int size_stacks(struct wc_collector *c,
 static int size_unwind(struct wc_collector *c,
 		       const struct wc_collector_opts *o)
 {
-	bool on = o->stacks && o->unwind_rows;
+	bool on = o->stacks && o->unwind_rows && !c->unwind_refused;
 	int rc;
 
 	c->skel->rodata->unwind_tables = on;
@@ -305,6 +306,19 @@ static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 	if (rc)
 		return rc;
 	rc = wallclock_bpf__load(c->skel);
+	if (rc && rc != -EPERM && c->skel->rodata->unwind_tables) {
+		wc_log(WC_LOG_WARN,
+		       "the user stack walk by unwind tables did not load "
+		       "(%s): walking user stacks by frame pointers",
+		       strerror(-rc));
+		wallclock_bpf__destroy(c->skel);
+		c->skel = NULL;
+		c->unwind_refused = true;
+		rc = prepare(c, o, walk, err, errlen);
+		if (rc)
+			return rc;
+		rc = wallclock_bpf__load(c->skel);
+	}
 	if (rc && rc != -EPERM && walk) {
 		wc_log(WC_LOG_WARN,
 		       "the open-coded thread walk did not load (%s): reading "

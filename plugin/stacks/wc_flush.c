@@ -361,6 +361,25 @@ static uint32_t user_frame(struct wc_flush *f, pid_t pid, uint64_t ip,
 	return id;
 }
 
+/* Why a walk by unwind tables ended where it did (the BPF walk's label
+ * frame), or NULL for a frame. */
+static const char *frame_label(uint64_t ip)
+{
+	static const char *const label[WC_FL_NR] = {
+		[WC_FL_NO_TABLE] = "[no unwind table or frame pointer]",
+		[WC_FL_UNLEARNT] = "[mapping not learnt yet]",
+		[WC_FL_BAD_READ] = "[unwound to a bad frame]",
+		[WC_FL_RULE] = "[unwind rule not followed]",
+		[WC_FL_SIGNAL] = "[signal frame]",
+		[WC_FL_PENDING] = "[unwind table not built yet]",
+	};
+
+	if (ip < WC_FRAME_LABEL)
+		return NULL;
+	ip -= WC_FRAME_LABEL;
+	return ip < WC_FL_NR && label[ip] ? label[ip] : "[unwind ended]";
+}
+
 /* A user stack's frames, outermost first; each (process, address)
  * symbolized once per flush, and each place in a binary once while the
  * memo holds it.  It begins at the innermost entry point it holds, so a
@@ -372,8 +391,13 @@ static size_t put_user(struct wc_flush *f, size_t n, pid_t pid,
 	uint32_t i;
 
 	for (i = v->nr; i-- > 0 && n < MAX_FRAMES; n++) {
+		const char *label = frame_label(v->ip[i]);
 		bool named;
 
+		if (label) {
+			f->ids[n] = wc_fold_frame(f->fold, label);
+			continue;
+		}
 		f->stats.frames++;
 		if (!wc_memo_frame_get(f->memo, (uint32_t)pid, v->ip[i], i > 0,
 				       &f->ids[n], &named)) {

@@ -44,6 +44,7 @@ struct wc_unwind {
 	size_t nfree, free_cap;
 	struct extent *rest; /* in the order freed */
 	size_t nrest, rest_cap;
+	uint64_t idle_at; /* when entries are next looked at for idleness */
 	struct wc_uw_key keys[WANTS_BATCH];
 	struct wc_uw_want wants[WANTS_BATCH];
 	struct wc_unwind_stats st;
@@ -204,6 +205,7 @@ static struct entry *find(struct wc_unwind *u, const struct wc_uw_key *k)
 
 	for (i = 0; i < u->nents; i++)
 		if (u->ents[i].key.dev == k->dev &&
+		    u->ents[i].key.gen == k->gen &&
 		    u->ents[i].key.ino == k->ino)
 			return &u->ents[i];
 	return NULL;
@@ -296,6 +298,29 @@ static void expire(struct wc_unwind *u, uint64_t now_ns)
 			drop(u, e, now_ns); /* the last one moved to i */
 		else
 			i++;
+	}
+}
+
+/* Tables no walk used for WC_UW_IDLE_NS: their files are no longer
+ * mapped by anyone, or by nobody whose stacks are taken.  Looked at every
+ * WC_UW_IDLE_EVERY_NS only: each look is a lookup in the kernel's map. */
+static void drop_idle(struct wc_unwind *u, uint64_t now_ns)
+{
+	size_t i = 0;
+
+	if (now_ns < u->idle_at)
+		return;
+	u->idle_at = now_ns + WC_UW_IDLE_EVERY_NS;
+	while (i < u->nents) {
+		struct entry *e = &u->ents[i];
+
+		if (e->f.state == WC_UW_ROWS &&
+		    last_use_by(u, e, now_ns) + WC_UW_IDLE_NS <= now_ns) {
+			drop(u, e, now_ns); /* the last one moved to i */
+			u->st.idle++;
+		} else {
+			i++;
+		}
 	}
 }
 
@@ -479,6 +504,7 @@ unsigned wc_unwind_serve(struct wc_unwind *u, uint64_t now_ns,
 
 	rows_rested(u, now_ns);
 	expire(u, now_ns);
+	drop_idle(u, now_ns);
 	n = u->k.wants(u->k.ctx, u->keys, u->wants, WANTS_BATCH);
 	for (i = 0; i < n; i++) {
 		if (served && wc_clock_ns(CLOCK_MONOTONIC) - t0 > budget_ns)

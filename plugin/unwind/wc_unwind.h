@@ -39,6 +39,11 @@
 /* ... and for a reason that passes soon (the helper not asked, the
  * process gone). */
 #define WC_UW_SOON_NS 5000000000ull
+/* A table no walk used for this long goes: its file is likely mapped by
+ * no one now (a walk that meets it again asks again).  Looked for this
+ * often. */
+#define WC_UW_IDLE_NS 600000000000ull
+#define WC_UW_IDLE_EVERY_NS 10000000000ull
 /* A file used by a walk this recently is not evicted to make room. */
 #define WC_UW_HOT_NS 2000000000ull
 
@@ -78,6 +83,7 @@ struct wc_unwind_stats {
 	uint64_t build_ns;		/* wall time of those builds */
 	uint64_t without[WC_UW_WHY_NR]; /* files turned away, by why */
 	uint64_t evicted;		/* entries evicted, cold first */
+	uint64_t idle;			/* tables dropped, unused for long */
 	uint64_t lost;			/* entries the kernel no longer had */
 	uint64_t tables;		/* files with rows now */
 	uint64_t entries;		/* entries now, with rows or without */

@@ -6,7 +6,8 @@ Two passes, each interleaving its configurations round by round:
 1. Slowdown, with kernel.bpf_stats_enabled off (as in production: the
    statistics themselves cost two clock reads per program run).  For
    nothing loaded; the wallclock plugin in a real collectd at its
-   defaults, without stacks, and with a stack for every wait; Debian's
+   defaults, without stacks, with a stack for every wait, and with
+   unwind tables (UserStackUnwinding "auto"); Debian's
    libbpf-tools offcputime and runqlat; bpftrace on-CPU + off-CPU
    one-liners; perf record on the switch tracepoint:
      - `perf bench sched pipe`, pinned to CPU 0 (two switches per round
@@ -117,12 +118,18 @@ class Plugin:
         self.cd.stop()
 
 
-def ours(root, label="wallclock", so=wctest.PLUGIN_SO):
-    return [(label, lambda i: Plugin(f"{root}/{label}{i}", "", so)),
-            (f"{label} Stacks false", lambda i: Plugin(
-                f"{root}/{label}ns{i}", "Stacks false", so)),
-            (f"{label} MinBlock 0", lambda i: Plugin(
-                f"{root}/{label}0_{i}", "MinBlockMicroseconds 0", so))]
+def ours(root, label="wallclock", so=wctest.PLUGIN_SO, unwind=True):
+    """unwind: a row with unwind tables too (a baseline build from before
+    them would refuse the option)."""
+    out = [(label, lambda i: Plugin(f"{root}/{label}{i}", "", so)),
+           (f"{label} Stacks false", lambda i: Plugin(
+               f"{root}/{label}ns{i}", "Stacks false", so)),
+           (f"{label} MinBlock 0", lambda i: Plugin(
+               f"{root}/{label}0_{i}", "MinBlockMicroseconds 0", so))]
+    if unwind:
+        out.append((f"{label} unwind auto", lambda i: Plugin(
+            f"{root}/{label}uw{i}", 'UserStackUnwinding "auto"', so)))
+    return out
 
 
 def peers(tmp, missing):
@@ -297,7 +304,8 @@ def main():
             for m in missing:
                 print(f"# MISSING PEER: {m}", flush=True)
             base = ours(env.root, "baseline", os.path.join(
-                a.baseline, ".libs", "wallclock.so")) if a.baseline else []
+                a.baseline, ".libs", "wallclock.so"),
+                unwind=False) if a.baseline else []
             slowdown([("none", None)] + ours(env.root) + base + theirs,
                      a.rounds, a, results)
             if not a.smoke:

@@ -34,4 +34,5 @@ run "$BUILD/tests/bpf/test_engine" "$BUILD/tests/workload"
 run "$BUILD/tests/bpf/test_stacks" "$BUILD/tests/workload"
 run python3 "$SRC/tests/e2e/test_accuracy.py"
 run python3 "$SRC/tests/vm/test_spool.py"
+run python3 "$SRC/tests/vm/test_unwind.py"
 exit $status

@@ -41,7 +41,7 @@ struct fake {
 
 static bool same_key(const struct wc_uw_key *a, const struct wc_uw_key *b)
 {
-	return a->dev == b->dev && a->ino == b->ino;
+	return a->dev == b->dev && a->gen == b->gen && a->ino == b->ino;
 }
 
 static struct fake_file *fake_find(struct fake *k, const struct wc_uw_key *key)
@@ -119,8 +119,8 @@ static void fake_del(void *ctx, const struct wc_uw_key *key)
 static void want(struct fake *k, pid_t pid, const struct wc_proc_map *m,
 		 struct wc_uw_key *key)
 {
-	key->dev = (uint64_t)m->dev_major << 20 | m->dev_minor;
-	key->ino = m->ino;
+	*key = (struct wc_uw_key){.dev = m->dev_major << 20 | m->dev_minor,
+				  .ino = m->ino};
 	fake_unwant(k, key);
 	k->want_keys[k->nwants] = *key;
 	k->wants[k->nwants] = (struct wc_uw_want){
@@ -534,6 +534,45 @@ out:
 }
 
 /* Too slow is tried again after WC_UW_RETRY_NS. */
+/* A table no walk used for WC_UW_IDLE_NS goes, its rows back after
+ * they rest; one walks use stays. */
+static void test_idle(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct proc a, b;
+	struct wc_uw_key ka, kb;
+	struct fake_file *x;
+	struct rig r;
+	uint64_t t0 = 10 * SEC,
+		 later = t0 + WC_UW_IDLE_NS + WC_UW_IDLE_EVERY_NS;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 32, &lim) ||
+	    !proc_start(&a, "cfx_nofp", NULL) ||
+	    !proc_start(&b, "cfx_fp", NULL)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	want(&r.k, b.run.pid, &b.m, &kb);
+	serve(&r, t0);
+	CHECK(r.st.tables == 2);
+	/* a walk uses b's table late on; nobody uses a's */
+	x = fake_find(&r.k, &kb);
+	if (x)
+		x->f.used_ns = later - SEC;
+	serve(&r, later);
+	CHECK(!entry(&r, &ka) && entry(&r, &kb) != NULL);
+	CHECK(r.st.idle == 1 && r.st.tables == 1 && r.st.rows_resting > 0);
+	serve(&r, later + WC_UW_REST_NS);
+	CHECK(r.st.rows_resting == 0);
+out:
+	proc_stop(&a);
+	proc_stop(&b);
+	rig_free(&r);
+}
+
 static void test_retry(void)
 {
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
@@ -573,6 +612,7 @@ int main(void)
 	RUN(test_entries_bounded);
 	RUN(test_many_drops);
 	RUN(test_retry);
+	RUN(test_idle);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();
