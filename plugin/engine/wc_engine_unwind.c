@@ -73,11 +73,13 @@ static int k_get(void *ctx, const struct wc_uw_key *k, struct wc_uw_file *f)
 	return bpf_map_lookup_elem(s->maps.files_fd, k, f) ? -1 : 0;
 }
 
-static void k_del(void *ctx, const struct wc_uw_key *k)
+static int k_del(void *ctx, const struct wc_uw_key *k)
 {
 	struct wc_engine_uw *s = ctx;
 
-	bpf_map_delete_elem(s->maps.files_fd, k);
+	if (bpf_map_delete_elem(s->maps.files_fd, k) == 0 || errno == ENOENT)
+		return 0;
+	return -1;
 }
 
 static void *serve_loop(void *arg)
@@ -95,7 +97,7 @@ static void *serve_loop(void *arg)
 		wc_unwind_stats(s->u, &st);
 		pthread_mutex_lock(&s->lock);
 		s->st = st;
-		clock_gettime(CLOCK_REALTIME, &until);
+		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += SERVE_EVERY_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
@@ -128,6 +130,7 @@ struct wc_engine_uw *wc_engine_uw_start(const struct wc_collector_uw *m,
 	};
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
 	struct wc_engine_uw *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
 	int rc;
 
 	if (!s) {
@@ -135,7 +138,11 @@ struct wc_engine_uw *wc_engine_uw_start(const struct wc_collector_uw *m,
 		return NULL;
 	}
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->wake, NULL);
+	/* a clock set back must not hold the serving for as long */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	s->maps = *m;
 	s->k = (struct wc_uw_kernel){
 		.rows = m->rows,

@@ -211,11 +211,19 @@ static struct entry *find(struct wc_unwind *u, const struct wc_uw_key *k)
 	return NULL;
 }
 
+/* An entry the kernel may still hold keeps its rows out of use for
+ * good: a walk would read another file's rows as its own. */
 static void drop(struct wc_unwind *u, struct entry *e, uint64_t now_ns)
 {
-	u->k.del(u->k.ctx, &e->key);
+	bool gone = u->k.del(u->k.ctx, &e->key) == 0;
+
 	if (e->f.state == WC_UW_ROWS) {
-		rows_rest(u, e->f.first, e->f.n, now_ns);
+		if (gone) {
+			rows_rest(u, e->f.first, e->f.n, now_ns);
+		} else {
+			u->st.rows_used -= e->f.n;
+			u->st.rows_leaked += e->f.n;
+		}
 		u->st.tables--;
 	}
 	*e = u->ents[--u->nents];
@@ -332,10 +340,12 @@ static void add(struct wc_unwind *u, const struct wc_uw_key *k,
 	keep_entries(u, now_ns);
 	if (u->nents >= u->ents_max)
 		return; /* no room even for this: the walk asks again */
+	/* not put: nothing to keep (the walk asks again) */
+	if (u->k.put(u->k.ctx, k, f))
+		return;
 	e = &u->ents[u->nents++];
 	*e = (struct entry){
 		.key = *k, .f = *f, .put_ns = now_ns, .expires_ns = expires};
-	u->k.put(u->k.ctx, k, f);
 	if (f->state == WC_UW_ROWS)
 		u->st.tables++;
 }

@@ -74,7 +74,8 @@ struct wc_uw_kernel {
 		   const struct wc_uw_file *f);
 	/* 0 with *f, or -1: the kernel holds no entry for k. */
 	int (*get)(void *ctx, const struct wc_uw_key *k, struct wc_uw_file *f);
-	void (*del)(void *ctx, const struct wc_uw_key *k);
+	/* 0, or -1: the kernel may still hold the entry */
+	int (*del)(void *ctx, const struct wc_uw_key *k);
 };
 
 struct wc_unwind_stats {

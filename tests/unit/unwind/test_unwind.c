@@ -37,6 +37,7 @@ struct fake {
 	struct wc_uw_key want_keys[WANTS_MAX];
 	struct wc_uw_want wants[WANTS_MAX];
 	size_t nwants;
+	bool del_fails; /* the kernel's delete fails */
 };
 
 static bool same_key(const struct wc_uw_key *a, const struct wc_uw_key *b)
@@ -107,12 +108,16 @@ static int fake_get(void *ctx, const struct wc_uw_key *key,
 	return 0;
 }
 
-static void fake_del(void *ctx, const struct wc_uw_key *key)
+static int fake_del(void *ctx, const struct wc_uw_key *key)
 {
-	struct fake_file *x = fake_find(ctx, key);
+	struct fake *k = ctx;
+	struct fake_file *x = fake_find(k, key);
 
+	if (k->del_fails)
+		return -1;
 	if (x)
 		x->used = false;
+	return 0;
 }
 
 /* A walk of pid met m's file: it asks (the latest asker wins). */
@@ -573,6 +578,39 @@ out:
 	rig_free(&r);
 }
 
+/* An entry the kernel would not delete keeps its rows out of use: they
+ * are leaked, counted, never rested and given to another file. */
+static void test_del_fails(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct proc a;
+	struct wc_uw_key ka;
+	struct rig r;
+	uint64_t t0 = 10 * SEC,
+		 later = t0 + WC_UW_IDLE_NS + WC_UW_IDLE_EVERY_NS;
+	uint64_t used;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!rig_init(&r, 4096, 32, &lim) ||
+	    !proc_start(&a, "cfx_nofp", NULL)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, t0);
+	used = r.st.rows_used;
+	CHECK(r.st.tables == 1 && used > 0);
+	r.k.del_fails = true;
+	serve(&r, later);
+	CHECK(r.st.idle == 1 && r.st.tables == 0);
+	CHECK(r.st.rows_resting == 0 && r.st.rows_used == 0 &&
+	      r.st.rows_leaked == used);
+out:
+	proc_stop(&a);
+	rig_free(&r);
+}
+
 static void test_retry(void)
 {
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
@@ -613,6 +651,7 @@ int main(void)
 	RUN(test_many_drops);
 	RUN(test_retry);
 	RUN(test_idle);
+	RUN(test_del_fails);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();
