@@ -231,7 +231,8 @@ static __always_inline void uw_want(struct uwalk *w, const struct uw_map *m)
 	want->ns = uw_now(w);
 	if (old && want->ns - old->ns < UW_WANT_AGAIN_NS)
 		return;
-	bpf_map_update_elem(&uw_wants, &w->r->key, want, BPF_ANY);
+	if (bpf_map_update_elem(&uw_wants, &w->r->key, want, BPF_ANY))
+		count(WC_CNT_UW_WANTS_DROPPED);
 }
 
 /* What a mapping's file has for pc. */
@@ -239,6 +240,7 @@ enum uw_cover {
 	UW_ROW,	    /* a row */
 	UW_NONE,    /* no table: no CFI, did not fit, anonymous (JIT) code */
 	UW_PENDING, /* not known yet: asked for */
+	UW_TURNED_AWAY, /* no table, for a reason frame pointers do not mend */
 };
 
 /* The row covering pc in m's file into *row, if its table has one. */
@@ -262,8 +264,14 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 		uw_want(w, m);
 		return UW_PENDING;
 	}
+	/* frame pointers stand in only where no table can be had: a file
+	 * turned away for another reason (refused, too slow) is most likely
+	 * built like the rest, without them */
 	if (f->state != WC_UW_ROWS || !f->n)
-		return UW_NONE;
+		return f->why == WC_UW_NO_CFI || f->why == WC_UW_TOO_BIG ||
+				       f->why == WC_UW_NO_ROOM
+			       ? UW_NONE
+			       : UW_TURNED_AWAY;
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
 	lo = f->first;
@@ -358,6 +366,8 @@ static __always_inline bool uw_table_step(struct uwalk *w,
 			uw_end(w, WC_FL_BAD_READ);
 			return false;
 		}
+		/* restored from where this frame saved it */
+		w->r->fp_good = 1;
 	} else if (fp != WC_FP_SAME) {
 		w->r->fp_good = 0;
 	}
@@ -410,13 +420,65 @@ static long uw_step(__u64 i, void *data)
 		uw_end(w, WC_FL_PENDING);
 		return 1;
 	}
+	if (cover == UW_TURNED_AWAY) {
+		uw_end(w, WC_FL_NO_TABLE);
+		return 1;
+	}
 	return uw_fp_step(w) ? 0 : 1;
 }
 
 /* The current thread's user stack into sc->u by tables where they cover
  * it; false where the innermost frame has none (walk by frame pointers
  * then, as without tables). */
-static __always_inline bool walk_by_tables(struct scratch *sc,
+/*
+ * Measuring only (tests/bench/unwind.py): of the callers framepointer
+ * mode's stack search recovers for this stack, how many a complete walk
+ * by tables shows to be false (not among its frames).
+ */
+struct scan_check {
+	struct scratch *sc;
+	__u32 n;     /* callers found by the search */
+	__u32 found; /* of those, in the walk's frames: one bit each */
+};
+
+static long scan_check_frame(__u64 i, void *data)
+{
+	struct scan_check *c = data;
+	struct scratch *sc = c->sc;
+	__u32 k;
+
+	if (!sc || i >= sc->u.nr || i >= WC_STACK_DEPTH)
+		return 1;
+	for (k = 0; k < SCAN_CALLERS; k++)
+		if (k < c->n && sc->callers[k] == sc->u.ip[i])
+			c->found |= 1u << k;
+	return 0;
+}
+
+static __always_inline void check_scan(void *ctx, struct scratch *sc,
+				       struct task_struct *task,
+				       struct pt_regs *regs)
+{
+	struct scan_check c = {.sc = sc};
+	long len;
+	__u32 k;
+
+	len = bpf_get_stack(ctx, sc->walk.ip, sizeof(sc->walk.ip),
+			    BPF_F_USER_STACK);
+	if (len <= 0)
+		return;
+	sc->walk.nr = (__u32)(len / sizeof(__u64));
+	c.n = find_callers(sc, task, regs);
+	if (!c.n)
+		return;
+	bpf_loop(WC_STACK_DEPTH, scan_check_frame, &c, 0);
+	count_n(WC_CNT_UW_SCAN_CALLERS, c.n);
+	for (k = 0; k < SCAN_CALLERS; k++)
+		if (k < c.n && !(c.found & (1u << k)))
+			count(WC_CNT_UW_SCAN_FALSE);
+}
+
+static __always_inline bool walk_by_tables(void *ctx, struct scratch *sc,
 					   struct task_struct *task,
 					   struct pt_regs *regs)
 {
@@ -449,6 +511,8 @@ static __always_inline bool walk_by_tables(struct scratch *sc,
 	count_n(WC_CNT_UW_FRAMES_FP, r->by_fp);
 	if (r->complete)
 		count(WC_CNT_UW_COMPLETE);
+	if (measure_scan && r->complete)
+		check_scan(ctx, sc, task, regs);
 	return sc->u.nr > 0;
 }
 
@@ -457,7 +521,7 @@ static __always_inline bool walk_user(void *ctx, struct scratch *sc,
 				      struct task_struct *task,
 				      struct pt_regs *regs)
 {
-	if (unwind_tables && walk_by_tables(sc, task, regs))
+	if (unwind_tables && walk_by_tables(ctx, sc, task, regs))
 		return true;
 	return walk_user_fp(ctx, sc, task, regs);
 }

@@ -53,6 +53,9 @@ const volatile __u32 held_mask = 0;
 /* Walk user stacks by the unwind tables user space puts (plugin/unwind),
  * by frame pointers where none covers the innermost frame. */
 const volatile bool unwind_tables = false;
+/* Measuring only: check framepointer mode's stack search against complete
+ * walks by tables (WC_CNT_UW_SCAN_*). */
+const volatile bool measure_scan = false;
 
 #include "maps.bpf.h"
 #include "stackstore.bpf.h"

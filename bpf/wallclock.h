@@ -134,10 +134,15 @@ enum wc_counter {
 	WC_CNT_UW_END_NO_TABLE,	   /* walks ended early: a frame without a
 				    * table, the frame pointer not known good */
 	WC_CNT_UW_END_UNLEARNT,	   /* ... a mapping not learnt yet */
-	WC_CNT_UW_END_BAD_READ, /* ... the stack unreadable or not going up */
-	WC_CNT_UW_END_RULE,	/* ... a rule the walk does not follow */
-	WC_CNT_UW_END_SIGNAL,	/* ... a signal frame */
-	WC_CNT_UW_END_PENDING,	/* ... a table not built yet */
+	WC_CNT_UW_END_BAD_READ,	 /* ... the stack unreadable or not going up */
+	WC_CNT_UW_END_RULE,	 /* ... a rule the walk does not follow */
+	WC_CNT_UW_END_SIGNAL,	 /* ... a signal frame */
+	WC_CNT_UW_END_PENDING,	 /* ... a table not built yet */
+	WC_CNT_UW_WANTS_DROPPED, /* requests for a table the full wants map
+				  * did not take (asked again at the next walk) */
+	WC_CNT_UW_SCAN_CALLERS,	 /* measuring only: callers the stack search
+				  * recovered for stacks walked whole by tables */
+	WC_CNT_UW_SCAN_FALSE,	 /* ... of those, not among the walk's frames */
 	WC_CNT_NR,
 };
 
@@ -266,6 +271,19 @@ struct wc_uw_row {
 /* wc_uw_file.state */
 #define WC_UW_ROWS 0 /* rows [first, first + n) */
 #define WC_UW_NONE 1 /* no table (why says why): walk by frame pointers */
+
+/* Why a file has no table (wc_uw_file.why of a WC_UW_NONE entry). */
+enum wc_uw_why {
+	WC_UW_NO_CFI = 1, /* no .eh_frame, or none of it covers code */
+	WC_UW_TOO_BIG,	  /* over the builder's limits */
+	WC_UW_NO_ROOM,	  /* the rows array is full of files in use */
+	WC_UW_SLOW,	  /* over the build's CPU time, or the helper stalled */
+	WC_UW_REFUSED,	  /* the file rules said no */
+	WC_UW_UNREADABLE, /* not an ELF file for this machine */
+	WC_UW_DEFERRED,	  /* the helper was not asked (its share spent) */
+	WC_UW_GONE,	  /* the process, or its mapping of the file, went */
+	WC_UW_WHY_NR,
+};
 
 struct wc_uw_file {
 	__u32 first;

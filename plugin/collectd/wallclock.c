@@ -267,6 +267,9 @@ static void submit_unwind_self(const struct wc_self_stats *s)
 	submit_derive("unwind_end_rule", v[WC_CNT_UW_END_RULE]);
 	submit_derive("unwind_end_signal", v[WC_CNT_UW_END_SIGNAL]);
 	submit_derive("unwind_end_pending", v[WC_CNT_UW_END_PENDING]);
+	submit_derive("unwind_wants_dropped", v[WC_CNT_UW_WANTS_DROPPED]);
+	submit_derive("unwind_scan_callers", v[WC_CNT_UW_SCAN_CALLERS]);
+	submit_derive("unwind_scan_false", v[WC_CNT_UW_SCAN_FALSE]);
 	submit_derive("unwind_tables_built", s->uw.built);
 	submit_derive("unwind_evicted", s->uw.evicted);
 	submit_derive("unwind_idle", s->uw.idle);

@@ -215,6 +215,7 @@ static int size_unwind(struct wc_collector *c,
 	int rc;
 
 	c->skel->rodata->unwind_tables = on;
+	c->skel->rodata->measure_scan = on && o->measure_scan;
 	rc = bpf_map__set_max_entries(c->skel->maps.uw_rows,
 				      on ? o->unwind_rows : 1);
 	if (!rc)
@@ -461,37 +462,32 @@ static int on_exit_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-static int map_held(struct wc_collector *c)
+/* A memory-mapped array map, whole pages: NULL on failure. */
+static void *map_array(const struct bpf_map *m, size_t *bytes)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t bytes = ((size_t)c->held_mask + 1) * sizeof(*c->held);
+	size_t n = (size_t)bpf_map__max_entries(m) * bpf_map__value_size(m);
 	void *p;
 
-	bytes = (bytes + page - 1) / page * page;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 bpf_map__fd(c->skel->maps.held), 0);
+	n = (n + page - 1) / page * page;
+	p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(m),
+		 0);
 	if (p == MAP_FAILED)
-		return -1;
-	c->held = p;
-	c->held_bytes = bytes;
-	return 0;
+		return NULL;
+	*bytes = n;
+	return p;
+}
+
+static int map_held(struct wc_collector *c)
+{
+	c->held = map_array(c->skel->maps.held, &c->held_bytes);
+	return c->held ? 0 : -1;
 }
 
 static int map_unwind(struct wc_collector *c)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t bytes = (size_t)bpf_map__max_entries(c->skel->maps.uw_rows) *
-		       sizeof(*c->uw_rows);
-	void *p;
-
-	bytes = (bytes + page - 1) / page * page;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 bpf_map__fd(c->skel->maps.uw_rows), 0);
-	if (p == MAP_FAILED)
-		return -1;
-	c->uw_rows = p;
-	c->uw_rows_bytes = bytes;
-	return 0;
+	c->uw_rows = map_array(c->skel->maps.uw_rows, &c->uw_rows_bytes);
+	return c->uw_rows ? 0 : -1;
 }
 
 /* What a map's entries take, roughly: the kernel adds its own per entry

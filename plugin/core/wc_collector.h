@@ -47,6 +47,7 @@ struct wc_collector_opts {
 	uint32_t unwind_rows;
 	uint32_t unwind_files; /* files with an entry at most */
 	uint32_t unwind_procs; /* processes whose mappings are kept */
+	bool measure_scan;     /* the benchmark's check of the stack search */
 };
 
 /* The unwind tables' maps (bpf/unwind_x86.bpf.h), for wc_unwind. */

@@ -520,6 +520,8 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 		.unwind_rows = cfg->unwind_tables ? unwind_rows(cfg) : 0,
 		.unwind_files = UNWIND_FILES,
 		.unwind_procs = UNWIND_PROCS,
+		/* tests/bench/unwind.py's measure, never a user's */
+		.measure_scan = getenv("WALLCLOCK_MEASURE_SCAN") != NULL,
 	};
 	struct wc_account_opts aopts = {
 		.max_threads = cfg->max_threads,

@@ -16,9 +16,11 @@
  * serving may go on (a build under way finishes: its limits bound it). */
 #define SERVE_EVERY_MS 50
 #define SERVE_BUDGET_NS 200000000ull
-/* The helper's share of the time, and how long a request may take:
- * above the builder's own CPU limit. */
-#define HELPER_SHARE 10
+/* The helper's share of the time (a file's table is built once, for
+ * every process that maps it: a quarter, so a busy host's first tables
+ * come in seconds), and how long a request may take: above the builder's
+ * own CPU limit. */
+#define HELPER_SHARE 4
 #define HELPER_DEADLINE_MS 10000
 
 struct wc_engine_uw {

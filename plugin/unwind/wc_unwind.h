@@ -47,19 +47,6 @@
 /* A file used by a walk this recently is not evicted to make room. */
 #define WC_UW_HOT_NS 2000000000ull
 
-/* Why a file has no table (wc_uw_file.why of a WC_UW_NONE entry). */
-enum wc_uw_why {
-	WC_UW_NO_CFI = 1, /* no .eh_frame, or none of it covers code */
-	WC_UW_TOO_BIG,	  /* over the builder's limits */
-	WC_UW_NO_ROOM,	  /* the rows array is full of files in use */
-	WC_UW_SLOW,	  /* over the build's CPU time, or the helper stalled */
-	WC_UW_REFUSED,	  /* the file rules said no */
-	WC_UW_UNREADABLE, /* not an ELF file for this machine */
-	WC_UW_DEFERRED,	  /* the helper was not asked (its share spent) */
-	WC_UW_GONE,	  /* the process, or its mapping of the file, went */
-	WC_UW_WHY_NR,
-};
-
 /* The kernel's side: its maps, or a fake. */
 struct wc_uw_kernel {
 	struct wc_uw_row *rows; /* the memory-mapped rows array */

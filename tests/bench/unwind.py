@@ -12,7 +12,10 @@ UserStackUnwinding "framepointer" and once with "auto", each with:
   sleeps, so every switch-out parks a user stack): the switch hook's ns
   per run;
 - collectd's RSS, the unwind maps' kernel memory, the tables built;
-- the share of uw_nofp's on-CPU time with a complete stack in the files.
+- the share of uw_nofp's on-CPU time with a complete stack in the files;
+- once more with tables, checking framepointer mode's stack search
+  against every stack the tables walked whole (WALLCLOCK_MEASURE_SCAN):
+  how many of the callers it recovers are false.
 
 Prints medians (ranges) and the tables/frame-pointer ratio.  Asserts
 nothing (it is not a test) except in --smoke, which checks it ran.
@@ -63,10 +66,15 @@ def complete(spool):
     return good / total if total else 0.0
 
 
-def one(root, mode, exe, a, out):
+def one(root, mode, exe, a, out, measure=False):
     cd = wctest.Collectd(root, 1, f'UserStackUnwinding "{mode}"\n'
                          "FlushInterval 5\n", writers=("csv",))
-    cd.start()
+    if measure:
+        os.environ["WALLCLOCK_MEASURE_SCAN"] = "1"
+    try:
+        cd.start()
+    finally:
+        os.environ.pop("WALLCLOCK_MEASURE_SCAN", None)
     secs = a.settle + a.measure + 2
     work = [subprocess.Popen([exe, str(secs)]),
             subprocess.Popen(["taskset", "-c", "0", exe, str(secs),
@@ -77,6 +85,12 @@ def one(root, mode, exe, a, out):
                                       "/usr/bin/python3.11"], stdout=null))
     try:
         time.sleep(a.settle)
+        if measure:
+            time.sleep(a.measure)
+            callers = cd.last("", "derive", "unwind_scan_callers", 0)
+            false = cd.last("", "derive", "unwind_scan_false", 0)
+            out.setdefault("scan", []).append((callers, false))
+            return
         bpf_stats(True)
         before = prog_stats()
         time.sleep(a.measure)
@@ -100,7 +114,9 @@ def one(root, mode, exe, a, out):
             w.kill()
             w.wait()
         cd.stop()
-    out.setdefault((mode, "complete %"), []).append(100 * complete(cd.spool))
+    if not measure:
+        out.setdefault((mode, "complete %"), []).append(
+            100 * complete(cd.spool))
 
 
 def report(out):
@@ -128,6 +144,13 @@ def report(out):
     print("# ns per switch: the switch hook's runs while a thread pinned "
           "to CPU 0 sleeps 1.2 ms at a time (each switch-out parks a user "
           "stack) beside the sampled programs")
+    scan = out.get("scan", [])
+    callers = sum(c for c, _ in scan)
+    false = sum(f for _, f in scan)
+    if callers:
+        print(f"# framepointer mode's stack search, against stacks the "
+              f"tables walked whole: {false:.0f} of {callers:.0f} callers "
+              f"it recovers are false ({100 * false / callers:.1f} %)")
 
 
 def main():
@@ -154,6 +177,9 @@ def main():
                     root = os.path.join(env.root, f"{mode}{i}")
                     os.makedirs(root)
                     one(root, mode, exe, a, out)
+                root = os.path.join(env.root, f"scan{i}")
+                os.makedirs(root)
+                one(root, "auto", exe, a, out, measure=True)
                 print(f"# round {i + 1} of {a.rounds} done", flush=True)
     finally:
         with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
