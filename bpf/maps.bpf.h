@@ -37,10 +37,11 @@ struct wc_task {
 	 * checkpoint, counting a wait in the run queue that is under way:
 	 * what it grows by is the run-queue part of a wait. */
 	__u64 rd_ckpt;
-	__u32 place;  /* index of the place the current wait began at */
-	__u8 loud;    /* places whose hist has a long wait, one bit each */
-	__u8 learned; /* a wait of this thread has been learned from */
-	__u16 pad;
+	__u32 place;   /* index of the place the current wait began at */
+	__u8 loud;     /* places whose hist has a long wait, one bit each */
+	__u8 learned;  /* a wait of this thread has been learned from */
+	__u8 rd_stale; /* its queue stamp is stale: stale_rd holds */
+	__u8 pad;
 	/* the user stack walked as the current wait began, stored in
 	 * `stacks` (user space keeps it while a thread has it parked) */
 	__u64 parked_ustack;
@@ -75,6 +76,9 @@ struct wc_task {
 	__u64 flushed_to;
 	__u64 flushed_kstack;
 	__u64 flushed_exec;
+	/* sched_info.run_delay when a move left the queue stamp of this
+	 * asleep thread stale (stale.bpf.h) */
+	__u64 stale_rd;
 };
 _Static_assert(__builtin_offsetof(struct wc_task, places) == 2 * 64 - 8,
 	       "the walk's fields fill the entry's first two cache lines");

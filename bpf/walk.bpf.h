@@ -39,9 +39,23 @@ static __always_inline struct wc_task *adopt(struct task_struct *task)
  * next slow switch-out will find.
  */
 struct merged {
-	__u64 run; /* merged_run() */
-	__u64 dep; /* the last switch-out, if the entry is the thread's */
+	__u64 run;	/* merged_run() */
+	__u64 dep;	/* the last switch-out, if the entry is the thread's */
+	__u64 stale_rd; /* wc_task.stale_rd, or RD_FRESH */
 };
+
+#define RD_FRESH (~0ULL)
+
+/* runq_part, but a thread whose queue stamp a move left stale is asleep
+ * still: it has waited for no CPU since the move. */
+static __always_inline __u64 runq_so_far(struct task_struct *task,
+					 __u64 rd_ckpt, __u64 stale_rd,
+					 __u64 now)
+{
+	if (stale_rd != RD_FRESH)
+		return stale_rd > rd_ckpt ? stale_rd - rd_ckpt : 0;
+	return runq_part(task, rd_ckpt, now);
+}
 
 static __always_inline void
 charge_waiting(struct task_struct *task, struct wc_task_rec *r, __u32 st,
@@ -67,13 +81,14 @@ charge_waiting(struct task_struct *task, struct wc_task_rec *r, __u32 st,
 					 : 0;
 		if (arrived > ckpt + before)
 			add_wait(r->time_ns, st, ckpt + before, arrived,
-				 runq_part(task, rd_ckpt, arrived));
+				 runq_so_far(task, rd_ckpt, m->stale_rd,
+					     arrived));
 		add_run(r->time_ns, 0, 0, exec_ns, run_ns);
 		return;
 	}
 	before = run_ns > exec_ns ? run_ns - exec_ns : 0;
 	add_wait(r->time_ns, st, ckpt + before, now,
-		 runq_part(task, rd_ckpt, now));
+		 runq_so_far(task, rd_ckpt, m->stale_rd, now));
 	add_run(r->time_ns, 0, 0, exec_ns, run_ns);
 }
 
@@ -109,6 +124,7 @@ static __always_inline bool snapshot(struct task_struct *task,
 		 * merged run comes after the checkpoint it charged to */
 		m.run = merged_run(q, key, exec_ns);
 		m.dep = q && q->key == key ? q->dep : 0;
+		m.stale_rd = t->rd_stale ? t->stale_rd : RD_FRESH;
 		barrier();
 		s2 = READ_ONCE(t->seq);
 		if (s1 != s2 || (s1 & 1))

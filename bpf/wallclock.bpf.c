@@ -9,8 +9,9 @@
  * once per thread), calls no clock helper and touches no shared cache
  * line (but for pids sharing a quick slot).
  * Threads: the kernel serialises one thread's switches, so each entry
- * has one writer; the iterator reads it under a sequence count, which
- * relies on x86-64's store order.
+ * has one writer (the hooks of stale.bpf.h write only an asleep thread's);
+ * the iterator reads it under a sequence count, which relies on x86-64's
+ * store order.
  * Design: docs/design.md, section "BPF accounting"; README.md, "How it
  * measures".
  */
@@ -65,6 +66,7 @@ const volatile bool measure_scan = false;
 #include "exits.bpf.h"
 #include "park.bpf.h"
 #include "switch.bpf.h"
+#include "stale.bpf.h"
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
@@ -83,6 +85,22 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 		switch_out(ctx, prev, now, preempt, prev_state);
 	if (in)
 		switch_in(next, now);
+	return 0;
+}
+
+/* Only where the kernel delays dequeues: user space loads these two
+ * there alone. */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(wc_migrate, struct task_struct *p, int dest_cpu)
+{
+	stale_mark(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(wc_wakeup, struct task_struct *p)
+{
+	stale_mend(p);
 	return 0;
 }
 

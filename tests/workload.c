@@ -13,7 +13,7 @@
  *            [--pingpong PAIRS] [--sleep-depth FRAMES] [--churn PER_SEC]
  *            [--churn-us US] [--churners N] [--seconds S] [--dir DIR]
  *            [--name COMM] [--report FILE] [--exec-thread PROGRAM]
- *            [--nappers N]
+ *            [--nappers N] [--moved STALE]
  *
  * Prints "ready PID" once every thread runs.  Exit status 0 on success.
  */
@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static struct {
 	long sleep_ms;
 	long long_ms; /* naps at least this long are summed in the report */
 	int nappers;  /* threads asleep, waking once a second, not reported */
+	int moved;    /* naps of a sleeper moved to another CPU as it naps */
 	int churn_per_sec;
 	int churners; /* threads sharing churn_per_sec */
 	long churn_us;
@@ -444,6 +446,112 @@ static void *napper(void *arg)
 	return NULL;
 }
 
+/*
+ * --moved N: a sleeper that naps 200 ms after a millisecond of work beside
+ * a spinner on CPU 0, and a mover on CPU 1 that moves it there as it naps,
+ * until N naps were miscounted (or 250 naps).
+ * Having just run ahead of the spinner, the sleeper often stays queued a
+ * while (delayed dequeue), and the move then leaves its queue stamp
+ * stale: the kernel counts the nap as run queue time.  The report says
+ * how often, and how much, as the sleeper's own schedstat saw it.
+ */
+#define MOVED_NAP_NS 200000000ULL
+#define MOVED_MAX_NAPS 250
+
+static int moved_napping;
+static int moved_pipe[2];
+static unsigned long long moved_naps, moved_stale, moved_stale_ns;
+static pid_t moved_tid;
+
+static void pin_to(pid_t tid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(tid, sizeof(set), &set);
+}
+
+static unsigned long long own_run_delay(void)
+{
+	unsigned long long on = 0, runq = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &on, &runq) != 2)
+			runq = 0;
+		fclose(f);
+	}
+	return runq;
+}
+
+static void *moved_sleeper(void *arg)
+{
+	uint64_t start = thread_start_ns();
+	struct timespec nap = {0, (long)MOVED_NAP_NS};
+	int i;
+
+	(void)arg;
+	moved_tid = gettid();
+	pthread_barrier_wait(&started);
+	for (i = 0; i < MOVED_MAX_NAPS && moved_stale < (unsigned)opt.moved;
+	     i++) {
+		unsigned long long rd;
+
+		pin_to(0, 0);
+		burn_cpu(now_ns() + 1000000);
+		rd = own_run_delay();
+		if (write(moved_pipe[1], "n", 1) != 1)
+			break;
+		nanosleep(&nap, NULL);
+		rd = own_run_delay() - rd;
+		moved_naps++;
+		if (rd > MOVED_NAP_NS / 2) {
+			moved_stale++;
+			moved_stale_ns += rd;
+		}
+	}
+	__atomic_store_n(&moved_napping, -1, __ATOMIC_RELEASE);
+	if (write(moved_pipe[1], "q", 1) != 1)
+		perror("write");
+	record("moved", start);
+	return NULL;
+}
+
+static void *moved_spinner(void *arg)
+{
+	uint64_t start = thread_start_ns();
+
+	(void)arg;
+	pin_to(0, 0);
+	pthread_barrier_wait(&started);
+	while (__atomic_load_n(&moved_napping, __ATOMIC_ACQUIRE) >= 0)
+		burn_cpu(now_ns() + 1000000);
+	record("spin", start);
+	return NULL;
+}
+
+static void *mover(void *arg)
+{
+	uint64_t start = thread_start_ns();
+	struct sched_param fifo = {.sched_priority = 1};
+	struct timespec soon = {0, 20000};
+	char c;
+
+	(void)arg;
+	pin_to(0, 1);
+	/* busy CPUs must not make it late: the sleeper stays queued for
+	 * about the millisecond it ran ahead */
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &fifo);
+	pthread_barrier_wait(&started);
+	while (read(moved_pipe[0], &c, 1) == 1 && c == 'n') {
+		nanosleep(&soon, NULL);
+		pin_to(moved_tid, 1);
+	}
+	record("mover", start);
+	return NULL;
+}
+
 static int start_nappers(void)
 {
 	pthread_attr_t attr;
@@ -478,7 +586,7 @@ static int usage(void)
 		"[--churners N] [--seconds S] [--dir DIR]\n"
 		"                [--name COMM] [--report FILE] "
 		"[--exec-thread PROGRAM]\n"
-		"                [--nappers N] [--waiters PAIRS]\n");
+		"                [--nappers N] [--waiters PAIRS] [--moved N]\n");
 	return 2;
 }
 
@@ -498,6 +606,8 @@ static int parse(int argc, char **argv)
 			opt.sleep = atoi(v);
 		else if (strcmp(a, "--sleep-ms") == 0)
 			opt.sleep_ms = atol(v);
+		else if (strcmp(a, "--moved") == 0)
+			opt.moved = atoi(v);
 		else if (strcmp(a, "--nappers") == 0)
 			opt.nappers = atoi(v);
 		else if (strcmp(a, "--long-ms") == 0)
@@ -558,6 +668,9 @@ static void write_report(uint64_t start)
 	fprintf(f, "pid %d\n", getpid());
 	fprintf(f, "churned %llu\n", churned);
 	fprintf(f, "long_naps_ns %llu\n", (unsigned long long)long_naps_ns);
+	fprintf(f, "moved_naps %llu\n", moved_naps);
+	fprintf(f, "moved_stale %llu\n", moved_stale);
+	fprintf(f, "moved_stale_ns %llu\n", moved_stale_ns);
 	fprintf(f, "rusage_ns %llu\n",
 		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
 				1000000000ULL +
@@ -586,7 +699,8 @@ int main(int argc, char **argv)
 	if (opt.name)
 		prctl(PR_SET_NAME, opt.name, 0, 0, 0);
 	total = opt.spin + opt.sleep + opt.disk + opt.lock + 2 * opt.pingpong +
-		2 * opt.waiters + churners() + (opt.exec_thread != NULL);
+		2 * opt.waiters + churners() + (opt.exec_thread != NULL) +
+		3 * (opt.moved > 0);
 	pthread_barrier_init(&started, NULL, (unsigned)total + 1);
 	deadline_ns = now_ns() + (uint64_t)(opt.seconds * 1e9);
 	for (i = 0; i < opt.spin; i++)
@@ -617,6 +731,15 @@ int main(int argc, char **argv)
 		pthread_create(&threads[n++], NULL, churner, NULL);
 	if (opt.exec_thread)
 		pthread_create(&threads[n++], NULL, execer, NULL);
+	if (opt.moved > 0) {
+		if (pipe(moved_pipe)) {
+			perror("pipe");
+			return 1;
+		}
+		pthread_create(&threads[n++], NULL, moved_sleeper, NULL);
+		pthread_create(&threads[n++], NULL, moved_spinner, NULL);
+		pthread_create(&threads[n++], NULL, mover, NULL);
+	}
 	if (start_nappers())
 		return 1;
 	pthread_barrier_wait(&started);

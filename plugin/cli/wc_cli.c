@@ -68,9 +68,9 @@ static const char usage_record[] =
 	"                           microseconds on (default 1000; 0 = all)\n"
 	"  -n, --top N              stack lines kept (default 500)\n"
 	"  -k, --kernel-threads     include kernel threads\n"
-	"  -u, --unwind HOW         user stacks by \"auto\" (unwind tables, frame\n"
-	"                           pointers where none) or \"framepointer\"\n"
-	"                           (the default)\n"
+	"  -u, --unwind HOW         user stacks by \"auto\" (the default: unwind\n"
+	"                           tables, frame pointers where none) or\n"
+	"                           \"framepointer\"\n"
 	"  -o, --output DIR         where the files go (default ./wallclock-out,\n"
 	"                           created mode 0750; must not be writable by\n"
 	"                           others)\n"
@@ -221,7 +221,7 @@ static int cmd_record(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	char out[PATH_MAX] = "wallclock-out", abs[PATH_MAX], err[1024] = "";
-	const char *unwind = "framepointer";
+	const char *unwind = "auto";
 	long seconds = 10, pid = 0, hz = 49, min_us = 1000, top = 500;
 	bool kthreads = false;
 	struct wc_config cfg;

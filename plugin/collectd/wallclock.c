@@ -304,6 +304,8 @@ static void submit_self(void)
 	submit_derive("torn_reads", s.bpf.v[WC_CNT_TORN_READS]);
 	submit_derive("switches_missed", s.bpf.v[WC_CNT_SWITCHES_MISSED]);
 	submit_derive("switches_charged", s.bpf.v[WC_CNT_SWITCHES_CHARGED]);
+	submit_derive("runq_stamps_stale", s.bpf.v[WC_CNT_RUNQ_STAMPS_STALE]);
+	submit_derive("runq_stale_us", s.bpf.v[WC_CNT_RUNQ_STALE_NS] / 1000);
 	submit_derive("walk_runs", s.walk.runs);
 	submit_derive("walk_refills", s.walk.refills);
 	submit_derive("walk_failures", s.walk.failures);

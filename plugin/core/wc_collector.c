@@ -36,6 +36,7 @@
 struct wc_collector {
 	struct wallclock_bpf *skel;
 	struct bpf_link *switch_link;
+	struct bpf_link *stale_links[2]; /* wc_migrate, wc_wakeup; or NULL */
 	struct bpf_link *iter_link;
 	struct bpf_link *waits_link; /* wc_waits' iterator */
 	struct wc_walk *walk;	   /* NULL: the kernel has no open-coded walk */
@@ -244,6 +245,24 @@ bool wc_collector_kernel_walks(void)
 	return ok;
 }
 
+bool wc_collector_kernel_delays(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	int id = btf ? btf__find_by_name_kind(btf, "sched_entity",
+					      BTF_KIND_STRUCT)
+		     : -1;
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
+	const struct btf_member *m = t ? btf_members(t) : NULL;
+	bool found = false;
+	int i;
+
+	for (i = 0; m && i < btf_vlen(t) && !found; i++)
+		found = !strcmp(btf__name_by_offset(btf, m[i].name_off),
+				"sched_delayed");
+	btf__free(btf);
+	return found;
+}
+
 /* Open the object and size it for o; with_walk says whether the
  * open-coded walk's program is loaded (without it, its array shrinks to
  * one record). */
@@ -252,6 +271,7 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 {
 	unsigned long bytes = (unsigned long)o->exit_ring_kib * 1024;
 	__u32 walk_recs = 1;
+	bool delays;
 	int rc;
 
 	c->skel = wallclock_bpf__open();
@@ -286,6 +306,9 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 			      "failed: %s",
 			      strerror(-rc));
 	bpf_program__set_autoload(c->skel->progs.wc_snap, with_walk);
+	delays = wc_collector_kernel_delays();
+	bpf_program__set_autoload(c->skel->progs.wc_migrate, delays);
+	bpf_program__set_autoload(c->skel->progs.wc_wakeup, delays);
 	return 0;
 }
 
@@ -355,6 +378,17 @@ static int attach_sched(struct wc_collector *c, char *err, size_t errlen)
 			err, errlen, "attaching %s failed: %s",
 			bpf_program__section_name(c->skel->progs.wc_switch),
 			strerror(errno));
+	if (bpf_program__autoload(c->skel->progs.wc_migrate)) {
+		c->stale_links[0] =
+			bpf_program__attach(c->skel->progs.wc_migrate);
+		c->stale_links[1] =
+			bpf_program__attach(c->skel->progs.wc_wakeup);
+		if (!c->stale_links[0] || !c->stale_links[1])
+			return wc_err(err, errlen,
+				      "attaching the migration and wake-up "
+				      "hooks failed: %s",
+				      strerror(errno));
+	}
 	c->iter_link = bpf_program__attach_iter(c->skel->progs.wc_iter, NULL);
 	c->waits_link = c->iter_link ? bpf_program__attach_iter(
 					       c->skel->progs.wc_waits, NULL)
@@ -928,6 +962,8 @@ void wc_collector_close(struct wc_collector *c)
 	bpf_link__destroy(c->waits_link);
 	wc_walk_free(c->walk);
 	bpf_link__destroy(c->switch_link);
+	bpf_link__destroy(c->stale_links[0]);
+	bpf_link__destroy(c->stale_links[1]);
 	wallclock_bpf__destroy(c->skel);
 	free(c->per_cpu);
 	free(c->keys);

@@ -135,6 +135,11 @@ const char *wc_collector_btf_lacks(const struct btf *btf);
 /* Whether the kernel has what the open-coded walk calls (6.7+); if not,
  * it is not loaded and every read uses the iterator. */
 bool wc_collector_kernel_walks(void);
+
+/* Whether the kernel delays dequeues (6.12 and later), so that a move can
+ * leave an asleep thread's queue stamp stale: two more programs load to
+ * mend it (bpf/stale.bpf.h). */
+bool wc_collector_kernel_delays(void);
 /* How the open-coded walk went (all 0 where the kernel has none). */
 void wc_collector_walk_stats(const struct wc_collector *c,
 			     struct wc_walk_stats *out);

@@ -37,7 +37,7 @@ void wc_config_init(struct wc_config *cfg)
 	cfg->keep_files = 1440; /* a day of minutes */
 	cfg->keep_hours = 168;
 	cfg->keep_mib = 1024;
-	cfg->unwind_tables = false;
+	cfg->unwind_tables = true;
 	cfg->unwind_mib = 32;
 }
 

@@ -36,6 +36,7 @@ static const char *workload;
 static char bin_dir[] = "/tmp/wc-engine-XXXXXX";
 /* the kernel has the open-coded walk (6.7+): one more program */
 static int kernel_walks;
+static int kernel_delays; /* the two hooks of bpf/stale.bpf.h load */
 static char skip_reason[256];
 
 struct group_set {
@@ -793,10 +794,10 @@ static void test_close_unloads_everything(void)
 	if (!e)
 		return;
 	/* the switch hook, the sampler, the two iterators (records, waits
-	 * under way) and the open-coded walk (kernels before 6.7 have no
-	 * walk) */
-	CHECK(our_programs(before + 4 + kernel_walks) ==
-	      before + 4 + kernel_walks);
+	 * under way), the open-coded walk (kernels before 6.7 have no
+	 * walk) and, from 6.12, the migration and wake-up hooks */
+	CHECK(our_programs(before + 4 + kernel_walks + 2 * kernel_delays) ==
+	      before + 4 + kernel_walks + 2 * kernel_delays);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(our_programs(before) == before);
@@ -884,8 +885,8 @@ static void test_no_stacks_no_walks(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	CHECK(our_programs(before + 4 + kernel_walks) ==
-	      before + 4 + kernel_walks);
+	CHECK(our_programs(before + 4 + kernel_walks + 2 * kernel_delays) ==
+	      before + 4 + kernel_walks + 2 * kernel_delays);
 	snprintf(rep, sizeof(rep), "%s/wce_nostack.report", bin_dir);
 	CHECK(run_workload(e, "wce_nostack", args, rep, 200) == 0);
 	wc_engine_self(e, &self);
@@ -915,6 +916,7 @@ int main(int argc, char **argv)
 	}
 	quiet_logs();
 	kernel_walks = wc_collector_kernel_walks();
+	kernel_delays = wc_collector_kernel_delays();
 	if (geteuid() != 0)
 		snprintf(skip_reason, sizeof(skip_reason),
 			 "needs root to load BPF programs");

@@ -78,14 +78,16 @@ def stop(cd):
 
 
 def helper_wchan(parent):
-    """What the symbolizer's helper of collectd parent waits in."""
+    """What the helpers of collectd parent (the symbolizer's, the unwind
+    tables') wait in, joined."""
+    out = []
     for pid in helper_pids(parent):
         try:
             with open(f"/proc/{pid}/wchan") as w:
-                return w.read()
+                out.append(w.read())
         except OSError:
             pass
-    return ""
+    return ", ".join(out)
 
 
 def ended(pid):

@@ -11,9 +11,12 @@ links it held exists any more, nor any other unowned wc_* program.
 import os
 
 from wctest import (Collectd, Env, bpf_fd_ids, bpftool_list, case, done,
-                    leaked_bpf, require_built, wait_until)
+                    kernel_delays_dequeue, leaked_bpf, require_built,
+                    wait_until)
 
 EXPECTED = {"wc_switch", "wc_sample", "wc_iter", "wc_waits", "wc_snap"}
+# where the kernel delays dequeues, the hooks that mend stale queue stamps
+STALE = {"wc_migrate", "wc_wakeup"} if kernel_delays_dequeue() else set()
 ROUNDS = 3
 
 # The README's table of self metrics, as type-instance.
@@ -25,7 +28,8 @@ SELF_METRICS = [
     "derive-threads_lost", "derive-threads_untracked",
     "derive-groups_taken_over",
     "derive-torn_reads", "derive-switches_missed",
-    "derive-switches_charged", "derive-walk_runs",
+    "derive-switches_charged", "derive-runq_stamps_stale",
+    "derive-runq_stale_us", "derive-walk_runs",
     "derive-walk_refills", "derive-walk_failures", "derive-read_errors",
     "gauge-threads", "gauge-processes", "gauge-groups",
     "gauge-processes_waiting", "gauge-cpus", "gauge-capabilities_missing",
@@ -79,14 +83,15 @@ with Env("lifecycle") as env:
         names = {p["id"]: p["name"] for p in bpftool_list("prog")
                  if p["id"] in progs}
         case(f"{tag}: exactly the expected programs are loaded",
-             sorted(names.values()) == sorted(EXPECTED),
+             sorted(names.values()) == sorted(EXPECTED | STALE),
              f"collectd holds {sorted(names.values())}")
         link_progs = {lk["id"]: lk.get("prog_id")
                       for lk in bpftool_list("link") if lk["id"] in links}
         ncpu = int(cd.csv("", "gauge", "cpus")[-1][1])
         case(f"{tag}: links: the switch tracepoint, the two iterators "
-             f"(records, waits under way), one sampler per CPU ({ncpu})",
-             len(link_progs) == 3 + ncpu
+             f"(records, waits under way), one sampler per CPU ({ncpu}), "
+             f"{len(STALE)} for stale queue stamps",
+             len(link_progs) == 3 + ncpu + len(STALE)
              and set(link_progs.values()) <= set(names),
              f"links {link_progs}")
         rc = cd.stop()

@@ -181,13 +181,17 @@ def status_fields(pid):
 
 
 def check_helper_confined(cd):
+    # the symbolizer's, and the unwind tables' (started by the first
+    # table a walk asks for)
+    wait_until(lambda: len(helper_pids(cd.pid)) >= 2, 10, 0.1)
     pids = helper_pids(cd.pid)
-    case("helper: collectd runs the symbolizer's helper", len(pids) == 1,
-         str(pids))
-    # every thread: its watcher of collectd too
-    tids = sorted(os.listdir(f"/proc/{pids[0]}/task")) if pids else []
+    case("helper: collectd runs two helpers, the symbolizer's and the "
+         "unwind tables'", len(pids) == 2, str(pids))
+    # every thread of each: its watcher of collectd too
+    tids = [f"{pid}/task/{tid}" for pid in pids
+            for tid in sorted(os.listdir(f"/proc/{pid}/task"))]
     for i, tid in enumerate(tids):
-        st = status_fields(f"{pids[0]}/task/{tid}")
+        st = status_fields(tid)
         eff, prm = int(st["CapEff"], 16), int(st["CapPrm"], 16)
         print(f"# helper thread {tid}: CapEff {eff:#x} CapPrm {prm:#x} "
               f"NoNewPrivs {st.get('NoNewPrivs')} Seccomp "

@@ -254,7 +254,8 @@ with Env("unwind") as env:
     # frame-pointer-only figure for the record
     for how in ("auto", "framepointer"):
         out = os.path.join(env.root, f"rec-{how}")
-        w = subprocess.Popen([progs["uw_nofp"], "12"])
+        # killed after the record: it must outlive a slow start
+        w = subprocess.Popen([progs["uw_nofp"], "120"])
         time.sleep(0.5)
         rec = subprocess.run([os.path.join(BUILD, "wallclock"), "record",
                               "--unwind", how, "--pid", str(w.pid),
@@ -276,5 +277,6 @@ with Env("unwind") as env:
                 case(f"record --unwind auto: uw_nofp {kind}: >= 90 % "
                      "complete", total > 0.5e6 and share >= 0.90,
                      f"{good} of {total} us\n" +
-                     show(rec_lines, "uw_nofp", kind))
+                     show(rec_lines, "uw_nofp", kind) +
+                     f"\nrecord said: {rec.stderr}")
 done()

@@ -249,7 +249,8 @@ class Collectd:
 
 
 def helper_pids(parent):
-    """The pids of the symbolizer's helpers (wallclock-symd) of a collectd."""
+    """The pids of the helpers (wallclock-symd: the symbolizer's, the
+    unwind tables') of a collectd."""
     out = []
     for comm in glob.glob("/proc/[0-9]*/comm"):
         pid = comm.split("/")[2]
@@ -463,6 +464,16 @@ def bpf_programs(prefix="wc_"):
             if m.group(1).startswith(prefix)]
 
 
+def kernel_delays_dequeue():
+    """Whether the kernel's sched_entity has sched_delayed (6.12 and
+    later): its BTF names the field."""
+    try:
+        with open("/sys/kernel/btf/vmlinux", "rb") as f:
+            return b"\0sched_delayed\0" in f.read()
+    except OSError:
+        return False
+
+
 def row_at(rows, t, slack=0.3):
     """The row dispatched nearest to t (values of one read are stamped a
     few milliseconds apart), or None."""
@@ -612,7 +623,18 @@ def totals_against_metrics(cd, files, parsed):
                 got = sums.get((g, marker), 0)
                 checked += 1
                 if got != want:
+                    # the reads of the window's two seconds, to tell a
+                    # late read from a lost flush
+                    rows = series[(g, tinsts[0])]
+                    reads = [f"{t:.3f}" for t, _ in rows
+                             if int(t) in (t0, t1)]
+                    try:
+                        reads.append("files written at " + ", ".join(
+                            f"{os.stat(f).st_mtime:.3f}" for f in (prev, cur)))
+                    except OSError:
+                        pass
                     details.append(f"{os.path.basename(prev)} -> "
                                    f"{os.path.basename(cur)} {g} {marker}:"
-                                   f" file {got} us, metrics {want:.0f} us")
+                                   f" file {got} us, metrics {want:.0f} us"
+                                   f" (reads at {', '.join(reads)})")
     return checked, details

@@ -416,7 +416,7 @@ static void test_unwinding(void)
 	struct wc_config c;
 
 	wc_config_init(&c);
-	CHECK(!c.unwind_tables && c.unwind_mib == 32);
+	CHECK(c.unwind_tables && c.unwind_mib == 32);
 	CHECK(set1(&c, "UserStackUnwinding", str_v("AUTO")) == 0 &&
 	      c.unwind_tables);
 	CHECK(set1(&c, "UserStackUnwinding", str_v("framepointer")) == 0 &&

@@ -393,6 +393,47 @@ out:
 	close_file(&f);
 }
 
+/* A debug file found only by .gnu_debuglink (DIR/.debug/NAME) gives its
+ * .debug_frame to the table as one found by build-id does. */
+static void test_debuglink_frame(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_fetch_ctx ctx = {.proc_root = "/proc"};
+	struct wc_fetch_maps maps = {0};
+	struct wc_cfi_table fetched = {0}, direct = {0};
+	struct cfi_running p = {.pid = -1};
+	struct wc_proc_map m;
+	struct file f, dbg;
+	char path[PATH_MAX];
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (!build(&f, "cfx_dl") || !build(&dbg, ".debug/cfx_dl.debug")) {
+		CHECK(!"fixtures read");
+		goto out;
+	}
+	CHECK(f.info.debuglink[0] && !f.info.build_id_len);
+	CHECK(wc_cfi_build_with(&f.e, &f.info, &dbg.e, &lim, &direct) == 0);
+	CHECK(direct.n > f.t.n); /* .debug_frame's rows, beside _start's */
+	fmt(path, sizeof(path), "%s/cfx_dl", fxdir);
+	if (!cfi_start(&p, path) ||
+	    !cfi_exec_map(p.pid, "/cfx_dl", &maps, &m)) {
+		CHECK(!"fixture started");
+		goto out;
+	}
+	CHECK(wc_fetch_cfi(&ctx, p.pid, &m, &lim, &fetched) == 0);
+	CHECK(fetched.n == direct.n &&
+	      memcmp(fetched.rows, direct.rows,
+		     direct.n * sizeof(*direct.rows)) == 0);
+out:
+	wc_cfi_free(&fetched);
+	wc_cfi_free(&direct);
+	wc_fetch_maps_free(&maps);
+	cfi_stop(&p);
+	close_file(&dbg);
+	close_file(&f);
+}
+
 static char *read_all(const char *path, size_t *len)
 {
 	struct stat st;
@@ -649,6 +690,7 @@ int main(int argc, char **argv)
 	RUN(test_corrupt);
 	RUN(test_fetch);
 	RUN(test_debug_frame);
+	RUN(test_debuglink_frame);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();
