@@ -175,7 +175,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 	slept = charge(prev, t, now, exec_ns, merged_run(q, key, t->exec_ns));
 	t->rd_ckpt = prev->sched_info.run_delay;
 	/* a stale stamp whose wake-up went unseen: too late to mend */
-	t->rd_stale = 0;
+	if (t->rd_stale) {
+		t->rd_stale = 0;
+		count(WC_CNT_RUNQ_STALE_UNMENDED);
+	}
 	enter(t, dead ? WC_DEAD : state, now, exec_ns);
 	end_write(t);
 	/* a wait its switch-in did not look at was short: learn it here */

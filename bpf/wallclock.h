@@ -143,10 +143,12 @@ enum wc_counter {
 	WC_CNT_UW_SCAN_CALLERS,	 /* measuring only: callers the stack search
 				  * recovered for stacks walked whole by tables */
 	WC_CNT_UW_SCAN_FALSE,	 /* ... of those, not among the walk's frames */
-	WC_CNT_RUNQ_STAMPS_STALE, /* asleep threads whose queue stamp a move
-				   * left stale (delayed dequeue) */
-	WC_CNT_RUNQ_STALE_NS,	  /* the time their wake-ups took out of the
-				   * run queue's count, as it was sleep */
+	WC_CNT_RUNQ_STAMPS_STALE,   /* asleep threads whose queue stamp a move
+				     * left stale (delayed dequeue) */
+	WC_CNT_RUNQ_STALE_NS,	    /* the time their wake-ups took out of
+				     * the run queue's count, as it was sleep */
+	WC_CNT_RUNQ_STALE_UNMENDED, /* ... marked threads that ran again
+				     * without a wake-up the hook mended */
 	WC_CNT_NR,
 };
 

@@ -306,6 +306,8 @@ static void submit_self(void)
 	submit_derive("switches_charged", s.bpf.v[WC_CNT_SWITCHES_CHARGED]);
 	submit_derive("runq_stamps_stale", s.bpf.v[WC_CNT_RUNQ_STAMPS_STALE]);
 	submit_derive("runq_stale_us", s.bpf.v[WC_CNT_RUNQ_STALE_NS] / 1000);
+	submit_derive("runq_stale_unmended",
+		      s.bpf.v[WC_CNT_RUNQ_STALE_UNMENDED]);
 	submit_derive("walk_runs", s.walk.runs);
 	submit_derive("walk_refills", s.walk.refills);
 	submit_derive("walk_failures", s.walk.failures);

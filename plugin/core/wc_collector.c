@@ -231,47 +231,75 @@ static int size_unwind(struct wc_collector *c,
 	return rc;
 }
 
-bool wc_collector_kernel_walks(void)
+/* What the running kernel has that some programs need: read from its BTF
+ * once per load. */
+struct kernel_has {
+	bool walks;  /* the open-coded task iterator (6.7+) */
+	bool delays; /* delayed dequeues (6.12+): stale.bpf.h loads */
+};
+
+static bool btf_has_walks(const struct btf *btf)
 {
 	static const char *const need[] = {
 		"bpf_iter_task_new", "bpf_task_from_pid", "bpf_rcu_read_lock"};
-	struct btf *btf = btf__load_vmlinux_btf();
 	bool ok = btf != NULL;
 	size_t i;
 
 	for (i = 0; ok && i < sizeof(need) / sizeof(need[0]); i++)
 		ok = btf__find_by_name_kind(btf, need[i], BTF_KIND_FUNC) >= 0;
-	btf__free(btf);
 	return ok;
 }
 
-bool wc_collector_kernel_delays(void)
+static bool btf_has_delays(const struct btf *btf)
 {
-	struct btf *btf = btf__load_vmlinux_btf();
 	int id = btf ? btf__find_by_name_kind(btf, "sched_entity",
 					      BTF_KIND_STRUCT)
 		     : -1;
 	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, id) : NULL;
 	const struct btf_member *m = t ? btf_members(t) : NULL;
-	bool found = false;
 	int i;
 
-	for (i = 0; m && i < btf_vlen(t) && !found; i++)
-		found = !strcmp(btf__name_by_offset(btf, m[i].name_off),
-				"sched_delayed");
-	btf__free(btf);
-	return found;
+	for (i = 0; m && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, m[i].name_off),
+			    "sched_delayed"))
+			return true;
+	return false;
 }
 
-/* Open the object and size it for o; with_walk says whether the
+static void kernel_has(struct kernel_has *k)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+
+	k->walks = btf_has_walks(btf);
+	k->delays = btf_has_delays(btf);
+	btf__free(btf);
+}
+
+bool wc_collector_kernel_walks(void)
+{
+	struct kernel_has k;
+
+	kernel_has(&k);
+	return k.walks;
+}
+
+bool wc_collector_kernel_delays(void)
+{
+	struct kernel_has k;
+
+	kernel_has(&k);
+	return k.delays;
+}
+
+/* Open the object and size it for o; k->walks says whether the
  * open-coded walk's program is loaded (without it, its array shrinks to
  * one record). */
 static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
-		   bool with_walk, char *err, size_t errlen)
+		   const struct kernel_has *k, char *err, size_t errlen)
 {
 	unsigned long bytes = (unsigned long)o->exit_ring_kib * 1024;
+	bool with_walk = k->walks;
 	__u32 walk_recs = 1;
-	bool delays;
 	int rc;
 
 	c->skel = wallclock_bpf__open();
@@ -306,9 +334,22 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 			      "failed: %s",
 			      strerror(-rc));
 	bpf_program__set_autoload(c->skel->progs.wc_snap, with_walk);
-	delays = wc_collector_kernel_delays();
-	bpf_program__set_autoload(c->skel->progs.wc_migrate, delays);
-	bpf_program__set_autoload(c->skel->progs.wc_wakeup, delays);
+	bpf_program__set_autoload(c->skel->progs.wc_migrate, k->delays);
+	bpf_program__set_autoload(c->skel->progs.wc_wakeup, k->delays);
+	return 0;
+}
+
+/* A new object, prepared and loaded: non-zero if it could not be prepared
+ * (err says why); *load_rc gets what the load returned. */
+static int try_load(struct wc_collector *c, const struct wc_collector_opts *o,
+		    const struct kernel_has *k, int *load_rc, char *err,
+		    size_t errlen)
+{
+	wallclock_bpf__destroy(c->skel);
+	c->skel = NULL;
+	if (prepare(c, o, k, err, errlen))
+		return -1;
+	*load_rc = wallclock_bpf__load(c->skel);
 	return 0;
 }
 
@@ -317,44 +358,36 @@ static int prepare(struct wc_collector *c, const struct wc_collector_opts *o,
 static int load(struct wc_collector *c, const struct wc_collector_opts *o,
 		char *err, size_t errlen)
 {
-	bool walk = !o->walk.iterator_only && wc_collector_kernel_walks();
+	struct kernel_has k;
 	int rc;
 
-	if (!o->walk.iterator_only && !walk)
+	kernel_has(&k);
+	if (o->walk.iterator_only)
+		k.walks = false;
+	else if (!k.walks)
 		wc_log(WC_LOG_INFO,
 		       "this kernel has no open-coded task iterator (6.7 "
 		       "and later): threads are read with the task iterator "
 		       "(slower reads at thousands of threads)");
-	rc = prepare(c, o, walk, err, errlen);
-
-	if (rc)
-		return rc;
-	rc = wallclock_bpf__load(c->skel);
+	if (try_load(c, o, &k, &rc, err, errlen))
+		return -1;
 	if (rc && rc != -EPERM && c->skel->rodata->unwind_tables) {
 		wc_log(WC_LOG_WARN,
 		       "the user stack walk by unwind tables did not load "
 		       "(%s): walking user stacks by frame pointers",
 		       strerror(-rc));
-		wallclock_bpf__destroy(c->skel);
-		c->skel = NULL;
 		c->unwind_refused = true;
-		rc = prepare(c, o, walk, err, errlen);
-		if (rc)
-			return rc;
-		rc = wallclock_bpf__load(c->skel);
+		if (try_load(c, o, &k, &rc, err, errlen))
+			return -1;
 	}
-	if (rc && rc != -EPERM && walk) {
+	if (rc && rc != -EPERM && k.walks) {
 		wc_log(WC_LOG_WARN,
 		       "the open-coded thread walk did not load (%s): reading "
 		       "with the task iterator",
 		       strerror(-rc));
-		wallclock_bpf__destroy(c->skel);
-		c->skel = NULL;
-		walk = false;
-		rc = prepare(c, o, walk, err, errlen);
-		if (rc)
-			return rc;
-		rc = wallclock_bpf__load(c->skel);
+		k.walks = false;
+		if (try_load(c, o, &k, &rc, err, errlen))
+			return -1;
 	}
 	if (rc == -EPERM)
 		return wc_err(err, errlen,

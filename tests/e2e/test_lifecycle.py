@@ -29,7 +29,7 @@ SELF_METRICS = [
     "derive-groups_taken_over",
     "derive-torn_reads", "derive-switches_missed",
     "derive-switches_charged", "derive-runq_stamps_stale",
-    "derive-runq_stale_us", "derive-walk_runs",
+    "derive-runq_stale_us", "derive-runq_stale_unmended", "derive-walk_runs",
     "derive-walk_refills", "derive-walk_failures", "derive-read_errors",
     "gauge-threads", "gauge-processes", "gauge-groups",
     "gauge-processes_waiting", "gauge-cpus", "gauge-capabilities_missing",

@@ -38,6 +38,7 @@ with Env("moved") as env:
                and cd.csv("wcw_moved", "wallclock_us", "runqueue")[-1][0]
                > end + 2, 10)
     stale_counted = cd.csv("", "derive", "runq_stamps_stale")
+    unmended = cd.csv("", "derive", "runq_stale_unmended")
     rc = cd.stop()
     case("collectd exits cleanly", rc == 0, f"exit status {rc}")
 
@@ -71,5 +72,6 @@ with Env("moved") as env:
          counted >= stale, f"runq_stamps_stale {counted}, naps {stale}")
     print(f"# {stale} of {naps} naps miscounted by the kernel "
           f"({stale_ns / 1e6:.0f} ms); ours {got / 1e3:.1f} ms of run queue,"
-          f" the kernel's less those {want / 1e3:.1f} ms")
+          f" the kernel's less those {want / 1e3:.1f} ms; host-wide "
+          f"{unmended[-1][1] if unmended else 0:.0f} stamps not mended")
 done()
