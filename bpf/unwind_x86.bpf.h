@@ -266,12 +266,16 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 	}
 	/* frame pointers stand in only where no table can be had: a file
 	 * turned away for another reason (refused, too slow) is most likely
-	 * built like the rest, without them */
-	if (f->state != WC_UW_ROWS || !f->n)
+	 * built like the rest, without them; one the helper had no time for
+	 * yet is asked for again soon */
+	if (f->state != WC_UW_ROWS || !f->n) {
+		if (f->why == WC_UW_DEFERRED)
+			return UW_PENDING;
 		return f->why == WC_UW_NO_CFI || f->why == WC_UW_TOO_BIG ||
 				       f->why == WC_UW_NO_ROOM
 			       ? UW_NONE
 			       : UW_TURNED_AWAY;
+	}
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
 	lo = f->first;
@@ -427,9 +431,6 @@ static long uw_step(__u64 i, void *data)
 	return uw_fp_step(w) ? 0 : 1;
 }
 
-/* The current thread's user stack into sc->u by tables where they cover
- * it; false where the innermost frame has none (walk by frame pointers
- * then, as without tables). */
 /*
  * Measuring only (tests/bench/unwind.py): of the callers framepointer
  * mode's stack search recovers for this stack, how many a complete walk
@@ -478,6 +479,9 @@ static __always_inline void check_scan(void *ctx, struct scratch *sc,
 			count(WC_CNT_UW_SCAN_FALSE);
 }
 
+/* The current thread's user stack into sc->u by tables where they cover
+ * it; false where the innermost frame has none (walk by frame pointers
+ * then, as without tables). */
 static __always_inline bool walk_by_tables(void *ctx, struct scratch *sc,
 					   struct task_struct *task,
 					   struct pt_regs *regs)

@@ -79,22 +79,36 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* This thread's schedstat: time on a CPU, time waiting for one (ns) and
+ * arrivals on a CPU; all 0 if it cannot be read. */
+struct schedstat {
+	unsigned long long on, runq, runs;
+};
+
+static struct schedstat read_schedstat(void)
+{
+	struct schedstat st = {0, 0, 0};
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &st.on, &st.runq, &st.runs) !=
+		    3)
+			st.on = st.runq = st.runs = 0;
+		fclose(f);
+	}
+	return st;
+}
+
 /* When this thread began: now, less the wait for a CPU it had before it
  * first ran (a new thread waits in the run queue from its creation; on a
  * busy emulated CPU for tens of milliseconds, which the profiler counts)
  * and what it has run since (tens of milliseconds there too). */
 static uint64_t thread_start_ns(void)
 {
-	unsigned long long on = 0, runq = 0;
 	uint64_t now = now_ns();
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	struct schedstat st = read_schedstat();
 
-	if (f) {
-		if (fscanf(f, "%llu %llu", &on, &runq) != 2)
-			runq = 0;
-		fclose(f);
-	}
-	return on + runq < now ? now - on - runq : now;
+	return st.on + st.runq < now ? now - st.on - st.runq : now;
 }
 
 /* When this process began (fork), from the kernel's record of it: the
@@ -133,25 +147,19 @@ static uint64_t process_start_ns(void)
 
 static void record(const char *kind, uint64_t start_ns)
 {
-	unsigned long long on = 0, runq = 0, runs = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	struct schedstat st = read_schedstat();
 	struct result *r;
 
-	if (f) {
-		if (fscanf(f, "%llu %llu %llu", &on, &runq, &runs) != 3)
-			on = runq = runs = 0;
-		fclose(f);
-	}
 	pthread_mutex_lock(&results_lock);
 	if (nresults < MAX_WORKERS + 1) {
 		r = &results[nresults++];
 		r->kind = kind;
 		r->tid = gettid();
-		r->on_ns = on;
-		r->runq_ns = runq;
+		r->on_ns = st.on;
+		r->runq_ns = st.runq;
 		r->end_ns = now_ns();
 		r->wall_ns = r->end_ns - start_ns;
-		r->runs = runs;
+		r->runs = st.runs;
 	}
 	pthread_mutex_unlock(&results_lock);
 }
@@ -472,19 +480,6 @@ static void pin_to(pid_t tid, int cpu)
 	sched_setaffinity(tid, sizeof(set), &set);
 }
 
-static unsigned long long own_run_delay(void)
-{
-	unsigned long long on = 0, runq = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-
-	if (f) {
-		if (fscanf(f, "%llu %llu", &on, &runq) != 2)
-			runq = 0;
-		fclose(f);
-	}
-	return runq;
-}
-
 static void *moved_sleeper(void *arg)
 {
 	uint64_t start = thread_start_ns();
@@ -500,11 +495,11 @@ static void *moved_sleeper(void *arg)
 
 		pin_to(0, 0);
 		burn_cpu(now_ns() + 1000000);
-		rd = own_run_delay();
+		rd = read_schedstat().runq;
 		if (write(moved_pipe[1], "n", 1) != 1)
 			break;
 		nanosleep(&nap, NULL);
-		rd = own_run_delay() - rd;
+		rd = read_schedstat().runq - rd;
 		moved_naps++;
 		if (rd > MOVED_NAP_NS / 2) {
 			moved_stale++;

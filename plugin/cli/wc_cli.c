@@ -53,7 +53,7 @@ static const char usage_main[] =
 
 static const char usage_record[] =
 	"usage: wallclock record [-d SECONDS] [-p PID] [-F HZ] [-m US]\n"
-	"                        [-n TOP] [-o DIR]\n"
+	"                        [-n TOP] [-k] [-u HOW] [-o DIR]\n"
 	"\n"
 	"Profile the whole host (or one process) for SECONDS, then write\n"
 	"DIR/wallclock-YYYYMMDDTHHMMSSZ.folded and .svg (and latest.*), the\n"

@@ -32,6 +32,10 @@ range where there are several values:
   - collectd's RSS (VmRSS, VmHWM from /proc/PID/status, every 2 s) and
     CPU time,
   - the kernel memory of the plugin's BPF maps (bytes_memlock, per map),
+  - the user stacks: unwind tables loaded, their bytes (rows, and the
+    maps' kernel memory), the helper's build time, walks by tables and
+    how many reached the outermost frame, why the others ended, files
+    left without a table (--unwind framepointer for the comparison);
   - every drop counter, so a reader sees whether the stacks all fit.
 
 --churn-minutes N instead runs N minutes while the launcher replaces
@@ -44,7 +48,8 @@ short run with some churn, PASS/FAIL lines that fail only when a figure
 could not be measured.  Needs root.
 
     WC_BUILD_DIR=build python3 tests/bench/scale.py [--procs 1000]
-        [--threads 10] [--duration 180] [--churn-minutes 60] [--smoke]
+        [--threads 10] [--duration 180] [--churn-minutes 60]
+        [--unwind auto|framepointer] [--smoke]
 """
 import argparse
 import json
@@ -371,6 +376,48 @@ def model(a):
     return paths, iter_s, picks, distinct
 
 
+UW_ENDS = ("no_table", "pending", "unlearnt", "bad_read", "rule", "signal")
+UW_FILES = ("deferred", "no_room", "too_big", "slow", "refused", "no_cfi",
+            "gone", "unreadable")
+
+
+def report_unwind(cd, a):
+    """The unwind tables at this scale: what they hold, what building them
+    took, how whole the walks were.  False if not dispatched."""
+    def final(key):
+        r = self_rows(cd, key)
+        return r[-1][1] if r else None
+
+    print(f"\n# user stacks (UserStackUnwinding \"{a.unwind}\")")
+    walks, whole = final("derive-unwind_walks"), final("derive-unwind_complete")
+    if walks is None:
+        print("  (no unwind metrics dispatched)")
+        return False
+    tables = [v for _, v in self_rows(cd, "gauge-unwind_tables")]
+    print(f"{'tables loaded':34s} {fmt_range(tables, prec=0)}; built "
+          f"{final('derive-unwind_tables_built') or 0:.0f}, evicted "
+          f"{final('derive-unwind_evicted') or 0:.0f}")
+    for key in ("bytes-unwind_rows", "bytes-unwind_maps"):
+        v = [x for _, x in self_rows(cd, key)]
+        print(f"{key:34s} {fmt_range(v, 1 / MiB, ' MiB', prec=2)}")
+    build = self_rows(cd, "total_time_in_ms-unwind_build")
+    if build:
+        print(f"{'building them (helper)':34s} {build[-1][1]:.0f} ms over "
+              "the run")
+    print(f"{'walks by tables / whole':34s} {walks:.0f} / {whole:.0f} "
+          f"({100 * whole / max(walks, 1):.1f} %)")
+    print(f"{'frames by table / frame pointer':34s} "
+          f"{final('derive-unwind_frames_table') or 0:.0f} / "
+          f"{final('derive-unwind_frames_fp') or 0:.0f}")
+    ends = ", ".join(f"{w} {final('derive-unwind_end_' + w) or 0:.0f}"
+                     for w in UW_ENDS)
+    print(f"{'walks ended early':34s} {ends}")
+    files = ", ".join(f"{w} {final('derive-unwind_files_' + w) or 0:.0f}"
+                      for w in UW_FILES)
+    print(f"{'files without a table':34s} {files}")
+    return True
+
+
 def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
     figures = {}
     reads = self_rows(cd, "duration-read")
@@ -505,6 +552,8 @@ def report(cd, a, sampler, maps, cpu, launcher, churn, t_start, t_end):
               f"plus the kernel's per-element overhead)")
     figures["bpf maps"] = total > 0
 
+    figures["unwind"] = report_unwind(cd, a) or a.unwind != "auto"
+
     print("\n# waits under way at flushes (their part in the window "
           "charged to their stacks)")
     report_waits(cd)
@@ -569,6 +618,8 @@ def main():
     ap.add_argument("--flush", type=int, default=20,
                     help="the plugin's FlushInterval")
     ap.add_argument("--stack-storage", type=int, default=16384)
+    ap.add_argument("--unwind", choices=("auto", "framepointer"),
+                    default="auto", help="UserStackUnwinding")
     ap.add_argument("--plugin-conf", default="",
                     help="more lines for <Plugin wallclock>")
     ap.add_argument("--fanout", type=int, default=16)
@@ -603,7 +654,7 @@ def main():
         time.sleep(60)
     wctest.require_built()
     conf = (f"FlushInterval {a.flush}\nStackStorage {a.stack_storage}\n"
-            + a.plugin_conf)
+            f"UserStackUnwinding \"{a.unwind}\"\n" + a.plugin_conf)
     restore = []
     launcher = cd = sampler = None
     figures = {}

@@ -36,8 +36,7 @@ from overhead import bpf_stats, prog_stats  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "uw_workload.c")
 MODES = ("framepointer", "auto")
-ENTRY = {"start_thread", "__libc_start_call_main", "__libc_start_main",
-         "_start", "clone3", "clone"}
+ENTRY = wctest.ENTRY_POINTS
 PY_LOOP = """
 import time
 until = time.time() + %d

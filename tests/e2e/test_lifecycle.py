@@ -53,8 +53,10 @@ SELF_METRICS = [
 
 require_built()
 with Env("lifecycle") as env:
+    # outlives the rounds however slowly collectd starts (the verifier
+    # beside CPU hogs: over 10 s a start); killed after them
     w = env.workload("wcw_life", "--sleep", "1", "--sleep-ms", "20",
-                     "--seconds", str(6 * ROUNDS + 10))
+                     "--seconds", "600")
     for rnd in range(1, ROUNDS + 1):
         tag = f"round {rnd}"
         root = os.path.join(env.root, f"round{rnd}")
@@ -113,4 +115,5 @@ with Env("lifecycle") as env:
         case(f"{tag}: no unowned wc_* programs or links",
              not leaked and not leaked_links,
              f"programs {leaked}, links {leaked_links}")
+    w.kill()
 done()

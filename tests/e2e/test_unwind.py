@@ -36,9 +36,9 @@ import os
 import subprocess
 import time
 
-from wctest import (BUILD, Env, case, done, folded_files, folded_lines,
-                    folded_time, require_built, totals_against_metrics,
-                    wait_until)
+from wctest import (BUILD, ENTRY_POINTS as ENTRY, Env, case, done,
+                    folded_files, folded_lines, folded_time, require_built,
+                    totals_against_metrics, wait_until)
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                    "uw_workload.c")
@@ -46,8 +46,6 @@ FLUSH = 3
 SECONDS = 18
 SHORT_RUNS = 6
 ONCPU, SLEEP = "[on-cpu]", "[off-cpu sleep]"
-ENTRY = {"start_thread", "__libc_start_call_main", "__libc_start_main",
-         "_start", "clone3", "clone"}
 
 
 def build(root, name, fp):

@@ -36,6 +36,11 @@ WORKLOAD = os.path.join(BUILD, "tests", "workload")
 # collectd and the command run the symbolizer's helper from the build tree
 os.environ.setdefault("WALLCLOCK_SYMD", os.path.join(BUILD, "wallclock-symd"))
 PROG = os.path.basename(sys.argv[0])
+# The outermost frames of a whole user stack: the flush begins each stack
+# at the innermost of these it holds (is_entry_point in wc_flush.c).
+ENTRY_POINTS = frozenset({
+    "_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
+    "clone", "clone3", "__clone", "__clone3", "thread_start"})
 HOST = "wctest"
 
 _failures = 0
