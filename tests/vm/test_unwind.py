@@ -33,6 +33,7 @@ def last(cd, tinst):
 
 
 QUIET = 6
+WALKS = 400  # enough to tell most from some; each is CI time
 _pending = []  # (walks, walks ended at a pending table), one per poll
 
 
@@ -59,14 +60,14 @@ with Env("vmunwind") as env:
     # until the tables are in: the first one built may be another
     # program's while the workload's waits (the tables' helper has a
     # quarter of an emulated CPU), so until no walk has met a table still
-    # on its way for QUIET seconds; then 600 walks, however slow the CPU
+    # on its way for QUIET seconds; then WALKS walks, however slow the CPU
     wait_until(lambda: last(cd, "unwind_tables_built") >= 1, WAIT / 2, 1)
     t0 = time.time()
     settled = wait_until(lambda: tables_settled(cd), WAIT / 2, 1)
     print(f"# tables settled after {time.time() - t0:.0f} s: "
           f"{last(cd, 'unwind_tables_built'):.0f} built")
     w0, c0 = last(cd, "unwind_walks"), last(cd, "unwind_complete")
-    wait_until(lambda: last(cd, "unwind_walks") - w0 >= 600, WAIT / 2, 1)
+    wait_until(lambda: last(cd, "unwind_walks") - w0 >= WALKS, WAIT / 2, 1)
     w.kill()
     w.wait()
     rc = cd.stop()
@@ -90,5 +91,5 @@ with Env("vmunwind") as env:
     case("no walk meets a table on its way for a while: they are all in",
          settled, f"{len(_pending)} polls")
     case("most walks by tables reach the outermost frame here too",
-         dw >= 600 and dc >= dw / 2, f"{dc} of {dw}")
+         dw >= WALKS and dc >= dw / 2, f"{dc} of {dw}")
 done()
