@@ -153,6 +153,19 @@ struct {
 #define SCAN_WORDS 64
 #define SCAN_CALLERS 4
 
+/* The stack search's progress (ustack_x86.bpf.h), kept in the scratch
+ * rather than on the BPF stack: the verifier tracks what is on the stack
+ * value by value, and would check the search's loop once per count. */
+struct scan_vars {
+	__u64 sp;
+	__u64 fp; /* the walk from the record: where it is */
+	__u32 words;
+	__u32 n;
+	__u32 record; /* its return address, in words from sp; 0: none */
+	__u8 asked;
+	__u8 search; /* for a frame record too (see is_record) */
+};
+
 /* A user stack walk by unwind tables (unwind_x86.bpf.h). */
 struct uw_regs {
 	__u64 ip;
@@ -186,6 +199,7 @@ struct scratch {
 	__u64 record[2]; /* a frame record read (off the BPF stack, which
 			    the stack search's callbacks fill) */
 	struct uw_regs uw;
+	struct scan_vars scan;
 	struct wc_task init; /* a thread's first storage value (create) */
 };
 

@@ -165,6 +165,20 @@ static __always_inline bool uw_map_valid(struct uwalk *w,
 	return ino == m->ino;
 }
 
+/* The first of p's cached mappings whose range holds pc; UW_MAPS if
+ * none.  Global for the reason of wc_hash_stack(). */
+__noinline __u32 wc_uw_slot(const struct uw_proc *p, __u64 pc)
+{
+	__u32 i;
+
+	if (!p)
+		return UW_MAPS;
+	for (i = 0; i < UW_MAPS; i++)
+		if (pc >= p->m[i].start && pc < p->m[i].end)
+			return i;
+	return UW_MAPS;
+}
+
 /* The mapping pc is in, learnt now if this walk may still ask; NULL if
  * not known (w->r->bad: the kernel said it is not executable code). */
 static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
@@ -175,16 +189,14 @@ static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
 	__u64 addr = 0;
 	__u32 i;
 
-	for (i = 0; i < UW_MAPS; i++) {
-		m = &p->m[i];
-		if (pc < m->start || pc >= m->end)
-			continue;
+	i = wc_uw_slot(p, pc);
+	if (i < UW_MAPS) {
+		m = &p->m[i & (UW_MAPS - 1)];
 		if ((w->r->valid & (1u << i)) || uw_map_valid(w, m)) {
 			w->r->valid |= 1u << i;
 			return m;
 		}
 		m->end = 0; /* stale: learnt again below */
-		break;
 	}
 	if (w->r->asked)
 		return NULL;
@@ -243,6 +255,28 @@ enum uw_cover {
 	UW_TURNED_AWAY, /* no table, for a reason frame pointers do not mend */
 };
 
+/* The last row in [lo, hi) at or before off, by binary search; UW_NO_ROW
+ * if a row is missing or the search did not end.  Global for the reason
+ * of wc_hash_stack(). */
+#define UW_NO_ROW 0xffffffffu
+__noinline __u32 wc_uw_search(__u32 lo, __u32 hi, __u32 off)
+{
+	struct wc_uw_row *r;
+	__u32 mid, i;
+
+	for (i = 0; i < UW_SEARCH && lo + 1 < hi; i++) {
+		mid = lo + (hi - lo) / 2;
+		r = bpf_map_lookup_elem(&uw_rows, &mid);
+		if (!r)
+			return UW_NO_ROW;
+		if (r->off <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo + 1 < hi ? UW_NO_ROW : lo;
+}
+
 /* The row covering pc in m's file into *row, if its table has one. */
 static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 					       const struct uw_map *m, __u64 pc,
@@ -252,7 +286,7 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 	struct wc_uw_row *r;
 	struct wc_uw_file *f;
 	__u64 off = pc + m->delta;
-	__u32 lo, hi, mid, i;
+	__u32 lo;
 
 	if (!(m->flags & UWM_FILE) || off > 0xffffffffULL)
 		return UW_NONE;
@@ -272,27 +306,18 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 		if (f->why == WC_UW_DEFERRED)
 			return UW_PENDING;
 		return f->why == WC_UW_NO_CFI || f->why == WC_UW_TOO_BIG ||
-				       f->why == WC_UW_NO_ROOM
+				       f->why == WC_UW_NO_ROOM ||
+				       f->why == WC_UW_NO_HELPER
 			       ? UW_NONE
 			       : UW_TURNED_AWAY;
 	}
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
-	lo = f->first;
-	hi = f->first + f->n;
-	for (i = 0; i < UW_SEARCH && lo + 1 < hi; i++) {
-		mid = lo + (hi - lo) / 2;
-		r = bpf_map_lookup_elem(&uw_rows, &mid);
-		if (!r)
-			return UW_NONE;
-		if (r->off <= (__u32)off)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	lo = wc_uw_search(f->first, f->first + f->n, (__u32)off);
+	if (lo == UW_NO_ROW)
+		return UW_NONE;
 	r = bpf_map_lookup_elem(&uw_rows, &lo);
-	if (!r || r->off > (__u32)off || lo + 1 < hi ||
-	    (r->rule & 15) == WC_CFA_NONE)
+	if (!r || r->off > (__u32)off || (r->rule & 15) == WC_CFA_NONE)
 		return UW_NONE;
 	*row = r;
 	return UW_ROW;

@@ -66,11 +66,25 @@ static __always_inline struct texts *texts_of(struct task_struct *task)
 	return bpf_map_lookup_elem(&texts, &k);
 }
 
+/* Whether a kept range of x holds w; global for the reason of
+ * wc_hash_stack(). */
+__noinline int wc_texts_hold(const struct texts *x, __u64 w)
+{
+	__u32 i;
+
+	if (!x)
+		return 0;
+	for (i = 0; i < TEXTS; i++)
+		if (w >= x->start[i] && w < x->end[i])
+			return 1;
+	return 0;
+}
+
 /* Whether w is in an executable mapping of task: false if not, or not
  * known and this walk's one question was already asked.  The program's
  * own text needs no question: its mm says where it is. */
 static __always_inline bool is_exec(struct texts *x, struct task_struct *task,
-				    __u64 w, bool *asked)
+				    __u64 w, __u8 *asked)
 {
 	struct vma_answer a = {};
 	struct mm_struct *mm = task->mm;
@@ -78,12 +92,11 @@ static __always_inline bool is_exec(struct texts *x, struct task_struct *task,
 
 	if (mm && w >= mm->start_code && w < mm->end_code)
 		return true;
-	for (i = 0; i < TEXTS; i++)
-		if (w >= x->start[i] && w < x->end[i])
-			return true;
+	if (wc_texts_hold(x, w))
+		return true;
 	if (*asked)
 		return false;
-	*asked = true;
+	*asked = 1;
 	if (bpf_find_vma(task, w, vma_note, &a, 0) || !a.exec || a.end <= w)
 		return false;
 	i = x->next++ % TEXTS;
@@ -109,28 +122,25 @@ static __always_inline bool after_call(__u64 ret)
 	       (b[1] == 0xff && (b[2] & 0x38) == 0x10);
 }
 
+/* What the search's callbacks need to reach; its scalars are in
+ * sc->scan. */
 struct scan {
 	struct scratch *sc;
 	struct texts *texts;
 	struct task_struct *task;
-	__u64 sp;
-	__u32 words;
-	__u32 n;
-	bool asked;
-	bool search;  /* for a frame record too (see is_record) */
-	__u32 record; /* its return address, in words from sp; 0: none */
-	__u64 fp;     /* the walk from it: the record it is at */
 };
 
 /* A return address: in user text, not the stack itself, right after a
  * call, in executable memory. */
 static __always_inline bool is_return(struct scan *c, __u64 w)
 {
+	struct scan_vars *v = &c->sc->scan;
+
 	if (w < 0x10000 || w >= 0x800000000000ULL ||
-	    (w >= c->sp - 0x100000 && w < c->sp + 0x800000))
+	    (w >= v->sp - 0x100000 && w < v->sp + 0x800000))
 		return false;
 	/* the cheap test first: asking about a mapping costs an IPI */
-	return after_call(w) && is_exec(c->texts, c->task, w, &c->asked);
+	return after_call(w) && is_exec(c->texts, c->task, w, &v->asked);
 }
 
 /* A stack address above `at`, where a frame's record may be. */
@@ -156,7 +166,7 @@ static __noinline bool is_record(struct scan *c, __u64 j)
 	/* masked as the verifier sees it, not folded into the caller's i */
 	opaque(j);
 	fp = sc->words[j & (SCAN_WORDS - 1)];
-	if (!above(c->sp + j * 8, fp) ||
+	if (!above(sc->scan.sp + j * 8, fp) ||
 	    bpf_probe_read_user(next, sizeof(sc->record), (void *)fp))
 		return false;
 	return (next[0] == 0 || above(fp, next[0])) && next[1] &&
@@ -169,20 +179,25 @@ static long scan_word(__u64 i, void *data)
 {
 	struct scan *c = data;
 	struct scratch *sc = c->sc;
+	struct scan_vars *v;
 	__u64 w;
+	__u32 n;
 
-	if (!sc || !c->texts || i >= c->words || i >= SCAN_WORDS ||
-	    c->n >= SCAN_CALLERS)
+	if (!sc || !c->texts)
+		return 1;
+	v = &sc->scan;
+	n = v->n;
+	if (i >= v->words || i >= SCAN_WORDS || n >= SCAN_CALLERS)
 		return 1;
 	w = sc->words[i & (SCAN_WORDS - 1)];
 	if (!is_return(c, w))
 		return 0;
-	if (c->search && i > 0 && is_record(c, i - 1)) {
-		c->record = (__u32)i;
+	if (v->search && i > 0 && is_record(c, i - 1)) {
+		v->record = (__u32)i;
 		return 1;
 	}
-	sc->callers[c->n & (SCAN_CALLERS - 1)] = w;
-	c->n++;
+	sc->callers[n & (SCAN_CALLERS - 1)] = w;
+	v->n = n + 1;
 	return 0;
 }
 
@@ -191,19 +206,25 @@ static long scan_word(__u64 i, void *data)
 static long fp_step(__u64 i, void *data)
 {
 	struct scan *c = data;
-	struct wc_stack *w = &c->sc->walk;
-	__u64 *rec = c->sc->record;
-	__u32 n = w->nr;
+	struct scratch *sc = c->sc;
+	struct wc_stack *w;
+	__u64 *rec, fp;
+	__u32 n;
 
+	if (!sc)
+		return 1;
+	w = &sc->walk;
+	rec = sc->record;
+	fp = sc->scan.fp;
+	n = w->nr;
 	if (n >= WC_STACK_DEPTH ||
-	    bpf_probe_read_user(rec, sizeof(c->sc->record), (void *)c->fp) ||
-	    !rec[1])
+	    bpf_probe_read_user(rec, sizeof(sc->record), (void *)fp) || !rec[1])
 		return 1;
 	w->ip[n] = rec[1];
 	w->nr = n + 1;
-	if (!above(c->fp, rec[0]))
+	if (!above(fp, rec[0]))
 		return 1;
-	c->fp = rec[0];
+	sc->scan.fp = rec[0];
 	return 0;
 }
 
@@ -219,41 +240,50 @@ static __always_inline __u32 find_callers(struct scratch *sc,
 					  struct pt_regs *regs)
 {
 	__u64 sp = BPF_CORE_READ(regs, sp), bp = BPF_CORE_READ(regs, bp);
-	struct scan c = {.sc = sc, .task = task, .sp = sp};
+	struct scan c = {.sc = sc, .task = task};
+	struct scan_vars *v = &sc->scan;
+	__u32 n;
 
-	c.search = sc->walk.nr == 1;
-	if (c.search)
-		c.words = SCAN_WORDS;
+	__builtin_memset(v, 0, sizeof(*v));
+	v->sp = sp;
+	v->search = sc->walk.nr == 1;
+	if (v->search)
+		v->words = SCAN_WORDS;
 	else if (bp <= sp || bp - sp > SCAN_WORDS * 8 * 2)
 		return 0;
 	else
-		c.words = (bp - sp) / 8;
+		v->words = (bp - sp) / 8;
 	if (bpf_probe_read_user(sc->words, sizeof(sc->words), (void *)sp))
 		return 0;
 	c.texts = texts_of(task);
 	if (!c.texts)
 		return 0;
 	bpf_loop(SCAN_WORDS, scan_word, &c, 0);
-	if (c.record) {
-		c.fp = sp + (__u64)(c.record - 1) * 8;
+	if (v->record) {
+		v->fp = sp + (__u64)(v->record - 1) * 8;
 		bpf_loop(WC_STACK_DEPTH, fp_step, &c, 0);
 	}
-	return c.n < SCAN_CALLERS ? c.n : SCAN_CALLERS;
+	n = v->n;
+	return n < SCAN_CALLERS ? n : SCAN_CALLERS;
 }
 
-/* out = walk[0], callers, walk[1..]: at most WC_STACK_DEPTH frames. */
-static __always_inline void splice(struct wc_stack *out,
-				   const struct wc_stack *walk,
-				   const __u64 *callers, __u32 ncallers)
+/* sc->u = sc->walk[0], the first n of sc->callers, sc->walk[1..]: at
+ * most WC_STACK_DEPTH frames.  Global for the reason of wc_hash_stack(). */
+__noinline int wc_splice(struct scratch *sc, __u32 n)
 {
+	struct wc_stack *out, *walk;
 	__u32 i, j;
 
+	if (!sc)
+		return 0;
+	out = &sc->u;
+	walk = &sc->walk;
 	out->nr = 0;
 	if (walk->nr == 0)
-		return;
+		return 0;
 	out->ip[0] = walk->ip[0];
-	for (i = 0; i < SCAN_CALLERS && i < ncallers; i++) {
-		out->ip[1 + i] = callers[i];
+	for (i = 0; i < SCAN_CALLERS && i < n; i++) {
+		out->ip[1 + i] = sc->callers[i];
 		barrier();
 	}
 	for (j = 1; j < WC_STACK_DEPTH && j < walk->nr; j++) {
@@ -265,6 +295,7 @@ static __always_inline void splice(struct wc_stack *out,
 		barrier(); /* a loop, not a memmove call BPF lacks */
 	}
 	out->nr = walk->nr + i > WC_STACK_DEPTH ? WC_STACK_DEPTH : walk->nr + i;
+	return 0;
 }
 
 /* The current thread's user stack into sc->u, walked by frame pointers,
@@ -285,7 +316,7 @@ static __always_inline bool walk_user_fp(void *ctx, struct scratch *sc,
 	}
 	sc->walk.nr = (__u32)(len / sizeof(__u64));
 	n = find_callers(sc, task, regs);
-	splice(&sc->u, &sc->walk, sc->callers, n);
+	wc_splice(sc, n);
 	return sc->u.nr > 0;
 }
 

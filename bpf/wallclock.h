@@ -288,6 +288,7 @@ enum wc_uw_why {
 	WC_UW_UNREADABLE, /* not an ELF file for this machine */
 	WC_UW_DEFERRED,	  /* the helper was not asked (its share spent) */
 	WC_UW_GONE,	  /* the process, or its mapping of the file, went */
+	WC_UW_NO_HELPER,  /* the helper that builds tables cannot start */
 	WC_UW_WHY_NR,
 };
 

@@ -252,6 +252,7 @@ static void submit_unwind_self(const struct wc_self_stats *s)
 		[WC_UW_UNREADABLE] = "unwind_files_unreadable",
 		[WC_UW_DEFERRED] = "unwind_files_deferred",
 		[WC_UW_GONE] = "unwind_files_gone",
+		[WC_UW_NO_HELPER] = "unwind_files_no_helper",
 	};
 	const __u64 *v = s->bpf.v;
 	int i;

@@ -129,6 +129,8 @@ struct wc_engine_uw *wc_engine_uw_start(const struct wc_collector_uw *m,
 		.helper = wc_sym_src_default_helper(),
 		.share = HELPER_SHARE,
 		.deadline_ms = HELPER_DEADLINE_MS,
+		.lacking = "no unwind tables are built (user stacks are "
+			   "walked by frame pointers)",
 	};
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
 	struct wc_engine_uw *s = calloc(1, sizeof(*s));

@@ -50,6 +50,7 @@ struct culprit {
 
 struct wc_sym_src {
 	char *helper, *proc_root, *debug_root;
+	const char *lacking;
 	unsigned deadline_ms, share;
 	struct wc_fetch_ctx ctx; /* the reads in this process, and counts */
 	pid_t child;
@@ -92,6 +93,7 @@ struct wc_sym_src *wc_sym_src_new(const struct wc_sym_src_opts *o)
 	s->deadline_ms = o->deadline_ms ? o->deadline_ms
 					: WC_SYM_SRC_DEADLINE_MS;
 	s->share = o->share ? o->share : SHARE_DIVISOR;
+	s->lacking = o->lacking ? o->lacking : "user frames are not named";
 	s->helper = o->helper ? strdup(o->helper) : NULL;
 	s->proc_root = strdup(o->proc_root ? o->proc_root : "/proc");
 	s->debug_root =
@@ -251,13 +253,16 @@ static int start_helper(struct wc_sym_src *s)
 			       "symbolizer: %u helpers are stuck in reads "
 			       "that not even SIGKILL ends (a hung FUSE "
 			       "server?); no other is started until they "
-			       "are gone: user frames are not named",
-			       STUCK_MAX);
+			       "are gone: %s",
+			       STUCK_MAX, s->lacking);
 		s->start_failed_said = true;
+		s->st.start_failures++;
 		return -1;
 	}
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+		s->st.start_failures++;
 		return -1;
+	}
 	rc = spawn(s, sv[1], &s->child);
 	close(sv[1]);
 	/* Gone already (ESRCH, reaped by the kernel if collectd ignores
@@ -274,11 +279,12 @@ static int start_helper(struct wc_sym_src *s)
 		forget_child(s);
 		if (!s->start_failed_said)
 			wc_log(WC_LOG_ERR,
-			       "symbolizer: cannot start %s: %s; user frames "
-			       "are not named until it can (install it, or "
-			       "set WALLCLOCK_SYMD to where it is)",
-			       s->helper, strerror(rc));
+			       "symbolizer: cannot start %s: %s; %s until it "
+			       "can (install it, or set WALLCLOCK_SYMD to "
+			       "where it is)",
+			       s->helper, strerror(rc), s->lacking);
 		s->start_failed_said = true;
+		s->st.start_failures++;
 		return -1;
 	}
 	if (s->start_failed_said)
@@ -779,6 +785,11 @@ int wc_sym_src_cfi(struct wc_sym_src *s, pid_t pid, const struct wc_proc_map *m,
 	if (rc > 0 || !wc_wire_get_cfi(&r, lim->rows_max, out))
 		return broken(s, &c);
 	return 0;
+}
+
+bool wc_sym_src_cannot_start(const struct wc_sym_src *s)
+{
+	return s->start_failed_said;
 }
 
 void wc_sym_src_stats(const struct wc_sym_src *s, struct wc_sym_src_stats *out)

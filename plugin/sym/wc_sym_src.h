@@ -38,6 +38,9 @@ struct wc_sym_src_opts {
 	const char *debug_root; /* default "/usr/lib/debug" */
 	unsigned deadline_ms;	/* 0: WC_SYM_SRC_DEADLINE_MS */
 	unsigned share;		/* 1/share of the time, 0: a twentieth */
+	/* what is lost while the helper cannot start, for the log (a
+	 * literal); NULL: "user frames are not named" */
+	const char *lacking;
 };
 
 struct wc_sym_src;
@@ -90,12 +93,16 @@ void wc_sym_src_forget(struct wc_sym_src *s, pid_t pid);
 struct wc_sym_src_stats {
 	uint64_t refused, over_bounds, too_big; /* as in wc_fetch_ctx */
 	uint64_t starts;			/* helpers started */
-	uint64_t stalls;  /* helpers killed at the deadline */
-	uint64_t crashes; /* helpers that died, or broke the protocol */
-	uint64_t skipped; /* calls not made: helper stopped, what they
+	uint64_t stalls;	 /* helpers killed at the deadline */
+	uint64_t crashes;	 /* helpers that died, or broke the protocol */
+	uint64_t skipped;	 /* calls not made: helper stopped, what they
 			     would read made one stall, budget spent */
+	uint64_t start_failures; /* helpers that could not be started */
 };
 
 void wc_sym_src_stats(const struct wc_sym_src *s, struct wc_sym_src_stats *out);
+/* Whether the last try to start the helper failed (logged once): calls
+ * are skipped until a start succeeds, one try a cycle. */
+bool wc_sym_src_cannot_start(const struct wc_sym_src *s);
 
 #endif /* WC_SYM_SRC_H */

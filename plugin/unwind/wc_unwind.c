@@ -468,6 +468,11 @@ static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 	}
 	switch (err) {
 	case EAGAIN:
+		if (wc_sym_src_cannot_start(u->src)) {
+			/* frame pointers stand in, as without tables */
+			without(u, k, WC_UW_NO_HELPER, now_ns, WC_UW_RETRY_NS);
+			break;
+		}
 		if (helper_failures(u) == failures) {
 			/* Not asked (its share spent, stopped, or the file
 			 * made it stall before): later. */

@@ -277,4 +277,42 @@ with Env("unwind") as env:
                      f"{good} of {total} us\n" +
                      show(rec_lines, "uw_nofp", kind) +
                      f"\nrecord said: {rec.stderr}")
+
+    # no helper to build tables: said, counted as turned away, and frame
+    # pointers walk the program built with them (its frames unnamed: the
+    # symbolizer has no helper either)
+    out = os.path.join(env.root, "rec-nohelper")
+    w = subprocess.Popen([progs["uw_fp"], "120"])
+    time.sleep(0.5)
+    rec = subprocess.run([os.path.join(BUILD, "wallclock"), "record",
+                          "--unwind", "auto", "--pid", str(w.pid),
+                          "--duration", "4", "--output", out],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ,
+                                  WALLCLOCK_SYMD=os.path.join(env.root,
+                                                              "no-symd")))
+    w.kill()
+    w.wait()
+    case("record without the helper: says tables are not built",
+         rec.returncode == 0 and
+         "no unwind tables are built" in rec.stderr, rec.stderr)
+    latest = os.path.join(out, "latest.folded")
+    rec_lines = folded_lines(latest) if os.path.exists(latest) else []
+    st = [(fr, v) for fr, v in rec_lines
+          if fr[0] == "uw_fp" and fr[1] == ONCPU]
+    total = sum(v for _, v in st)
+    labelled = sum(v for fr, v in st if any(
+        f in ("[unwind table not built yet]",
+              "[no unwind table or frame pointer]") for f in fr))
+    # the comparator and its caller in libc, as frame pointers find them
+    deep = sum(v for fr, v in st if len(fr) >= 4)
+    print(f"# record without the helper: uw_fp {ONCPU}: "
+          f"{100 * deep / total if total else 0:.1f} % of "
+          f"{total / 1e6:.2f} s two or more frames deep, "
+          f"{100 * labelled / total if total else 0:.1f} % ended by a "
+          "table's label")
+    case("record without the helper: frame pointers walk in its stead",
+         total > 0.5e6 and deep >= 0.8 * total and labelled == 0,
+         f"{deep} deep, {labelled} labelled, of {total} us\n" +
+         "\n".join(";".join(fr) for fr, _ in st[:8]))
 done()

@@ -141,8 +141,9 @@ struct rig {
 	struct wc_unwind_stats st;
 };
 
-static bool rig_init(struct rig *r, uint32_t nrows, uint32_t nfiles,
-		     const struct wc_cfi_limits *lim)
+/* helper: wallclock-symd's path; NULL: the reads in this process */
+static bool rig_init_with(struct rig *r, uint32_t nrows, uint32_t nfiles,
+			  const struct wc_cfi_limits *lim, const char *helper)
 {
 	memset(r, 0, sizeof(*r));
 	r->k.rows = calloc(nrows, sizeof(*r->k.rows));
@@ -157,10 +158,16 @@ static bool rig_init(struct rig *r, uint32_t nrows, uint32_t nfiles,
 		.get = fake_get,
 		.del = fake_del,
 	};
-	r->src = wc_sym_src_new(&(struct wc_sym_src_opts){.helper = NULL});
+	r->src = wc_sym_src_new(&(struct wc_sym_src_opts){.helper = helper});
 	r->u = r->src && r->k.rows ? wc_unwind_new(&r->kern, r->src, lim)
 				   : NULL;
 	return r->u != NULL;
+}
+
+static bool rig_init(struct rig *r, uint32_t nrows, uint32_t nfiles,
+		     const struct wc_cfi_limits *lim)
+{
+	return rig_init_with(r, nrows, nfiles, lim, NULL);
 }
 
 static void rig_free(struct rig *r)
@@ -639,6 +646,42 @@ out:
 	rig_free(&r);
 }
 
+/* A helper that cannot start turns files away for a while (frame
+ * pointers stand in), rather than leaving them on their way for ever. */
+static void test_no_helper(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	const struct fake_file *x;
+	struct wc_sym_src_stats ss;
+	char missing[PATH_MAX];
+	struct wc_uw_key ka;
+	struct proc a;
+	struct rig r;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	snprintf(missing, sizeof(missing), "%.3000s/no-such-symd", fxdir);
+	if (!rig_init_with(&r, 4096, 32, &lim, missing) ||
+	    !proc_start(&a, "cfx_fp", NULL)) {
+		CHECK(!"rig and fixtures");
+		goto out;
+	}
+	want(&r.k, a.run.pid, &a.m, &ka);
+	serve(&r, SEC);
+	x = entry(&r, &ka);
+	wc_sym_src_stats(r.src, &ss);
+	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_HELPER);
+	CHECK(r.st.without[WC_UW_NO_HELPER] == 1 && ss.start_failures == 1);
+	CHECK(wc_sym_src_cannot_start(r.src));
+	serve(&r, SEC + WC_UW_RETRY_NS - 1);
+	CHECK(entry(&r, &ka) != NULL);
+	serve(&r, SEC + WC_UW_RETRY_NS);
+	CHECK(entry(&r, &ka) == NULL);
+out:
+	proc_stop(&a);
+	rig_free(&r);
+}
+
 int main(void)
 {
 	check_prog = "test_unwind";
@@ -652,6 +695,7 @@ int main(void)
 	RUN(test_retry);
 	RUN(test_idle);
 	RUN(test_del_fails);
+	RUN(test_no_helper);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();
