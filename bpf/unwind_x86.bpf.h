@@ -255,15 +255,44 @@ enum uw_cover {
 	UW_TURNED_AWAY, /* no table, for a reason frame pointers do not mend */
 };
 
-/* The last row in [lo, hi) at or before off, by binary search; UW_NO_ROW
- * if a row is missing or the search did not end.  Global for the reason
- * of wc_hash_stack(). */
+/* Bucket b of f's index: the row (from f->first) it starts at. */
+static __always_inline __u32 uw_bucket(const struct wc_uw_file *f, __u32 b)
+{
+	__u32 at = f->first + f->n + b / 2;
+	__u32 *r = bpf_map_lookup_elem(&uw_rows, &at);
+
+	return r ? r[b & 1] : 0;
+}
+
+/* The last of f's rows at or before off (its place in the rows array),
+ * by binary search from off's bucket; UW_NO_ROW if a row is missing or
+ * the search did not end.  A global function: the verifier checks it
+ * once on its own, rather than its loop at every call and for every
+ * state a caller brings. */
 #define UW_NO_ROW 0xffffffffu
-__noinline __u32 wc_uw_search(__u32 lo, __u32 hi, __u32 off)
+__noinline __u32 wc_uw_find_row(const struct wc_uw_file *f, __u32 off)
 {
 	struct wc_uw_row *r;
-	__u32 mid, i;
+	__u32 b, lo, hi, mid, i;
+	__u64 at;
 
+	if (!f || f->bshift > 32 || !f->buckets)
+		return UW_NO_ROW;
+	at = (__u64)off >> f->bshift;
+	if (at < f->bbase)
+		return UW_NO_ROW;
+	b = (__u32)(at - f->bbase);
+	if (b >= f->buckets) {
+		lo = uw_bucket(f, f->buckets - 1);
+		hi = f->n;
+	} else {
+		lo = uw_bucket(f, b);
+		hi = b + 1 < f->buckets ? uw_bucket(f, b + 1) + 1 : f->n;
+	}
+	if (hi > f->n || lo >= hi)
+		return UW_NO_ROW;
+	lo += f->first;
+	hi += f->first;
 	for (i = 0; i < UW_SEARCH && lo + 1 < hi; i++) {
 		mid = lo + (hi - lo) / 2;
 		r = bpf_map_lookup_elem(&uw_rows, &mid);
@@ -313,7 +342,7 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 	}
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
-	lo = wc_uw_search(f->first, f->first + f->n, (__u32)off);
+	lo = wc_uw_find_row(f, (__u32)off);
 	if (lo == UW_NO_ROW)
 		return UW_NONE;
 	r = bpf_map_lookup_elem(&uw_rows, &lo);

@@ -292,12 +292,27 @@ enum wc_uw_why {
 	WC_UW_WHY_NR,
 };
 
+/*
+ * A table's rows are followed by an index of buckets, two to a row's
+ * place: bucket b holds the last row (counted from first) at or before
+ * file offset (bbase + b) << bshift, so that a walk's binary search
+ * starts within a bucket, not across the whole table.  bshift grows from
+ * WC_UW_BSHIFT_MIN until there are at most a quarter as many buckets as
+ * rows (or to 32: one bucket): the index costs an eighth of the rows'
+ * memory at most.
+ */
+#define WC_UW_BSHIFT_MIN 8
+
 struct wc_uw_file {
 	__u32 first;
-	__u32 n;
+	__u32 n; /* rows */
 	__u32 state;
 	__u32 why;
 	__u64 used_ns; /* bpf_ktime_get_ns() of the last walk that used it */
+	__u32 buckets; /* the index's, after the rows */
+	__u32 bbase;   /* the first bucket's offset >> bshift */
+	__u32 bshift;
+	__u32 pad;
 };
 
 struct wc_uw_want {

@@ -81,8 +81,9 @@ struct wc_unwind *wc_unwind_new(const struct wc_uw_kernel *k,
 	u->k = *k;
 	u->src = src;
 	u->lim = *lim;
-	if (u->lim.rows_max > k->nrows)
-		u->lim.rows_max = k->nrows;
+	/* and its index beside it */
+	if (u->lim.rows_max > (uint64_t)k->nrows * 8 / 9)
+		u->lim.rows_max = (uint32_t)((uint64_t)k->nrows * 8 / 9);
 	u->ents_max = (size_t)k->nfiles * 7 / 8;
 	u->ents = calloc(u->ents_max ? u->ents_max : 1, sizeof(*u->ents));
 	if (!u->ents || grow(&u->free, &u->free_cap, 1) ||
@@ -219,10 +220,10 @@ static void drop(struct wc_unwind *u, struct entry *e, uint64_t now_ns)
 
 	if (e->f.state == WC_UW_ROWS) {
 		if (gone) {
-			rows_rest(u, e->f.first, e->f.n, now_ns);
+			rows_rest(u, e->f.first, wc_uw_slots(&e->f), now_ns);
 		} else {
-			u->st.rows_used -= e->f.n;
-			u->st.rows_leaked += e->f.n;
+			u->st.rows_used -= wc_uw_slots(&e->f);
+			u->st.rows_leaked += wc_uw_slots(&e->f);
 		}
 		u->st.tables--;
 	}
@@ -404,22 +405,57 @@ static void make_room(struct wc_unwind *u, uint32_t n, uint64_t now_ns)
 
 /* --- requests -------------------------------------------------------------- */
 
+void wc_uw_index_shape(const struct wc_cfi_table *t, struct wc_uw_file *f)
+{
+	uint64_t lo = t->rows[0].off, hi = t->rows[t->n - 1].off;
+	uint64_t most = t->n / 4 ? t->n / 4 : 1;
+	uint32_t shift = WC_UW_BSHIFT_MIN;
+
+	/* at 32, one bucket: offsets are 32 bits */
+	while ((hi >> shift) - (lo >> shift) + 1 > most && shift < 32)
+		shift++;
+	f->bshift = shift;
+	f->bbase = (uint32_t)(lo >> shift);
+	f->buckets = (uint32_t)((hi >> shift) - (lo >> shift) + 1);
+}
+
+/* Write t's index after its rows at f->first. */
+static void index_fill(struct wc_unwind *u, const struct wc_cfi_table *t,
+		       const struct wc_uw_file *f)
+{
+	char *at = (char *)&u->k.rows[f->first + f->n];
+	uint32_t b, row = 0, pad = 0;
+
+	for (b = 0; b < f->buckets; b++) {
+		uint64_t start = (uint64_t)(f->bbase + b) << f->bshift;
+
+		while (row + 1 < t->n && t->rows[row + 1].off <= start)
+			row++;
+		memcpy(at + 4 * (size_t)b, &row, sizeof(row));
+	}
+	if (f->buckets & 1) /* the last place's other half */
+		memcpy(at + 4 * (size_t)f->buckets, &pad, sizeof(pad));
+}
+
 static void place(struct wc_unwind *u, const struct wc_uw_key *k,
 		  const struct wc_cfi_table *t, uint64_t now_ns)
 {
 	struct wc_uw_file f = {.state = WC_UW_ROWS, .n = (uint32_t)t->n};
-	int64_t first = rows_take(u, f.n);
+	int64_t first;
 
+	wc_uw_index_shape(t, &f);
+	first = rows_take(u, wc_uw_slots(&f));
 	if (first < 0) {
-		make_room(u, f.n, now_ns);
+		make_room(u, wc_uw_slots(&f), now_ns);
 		without(u, k, WC_UW_NO_ROOM, now_ns, 2 * WC_UW_REST_NS);
 		return;
 	}
 	f.first = (uint32_t)first;
 	memcpy(&u->k.rows[f.first], t->rows, t->n * sizeof(*t->rows));
+	index_fill(u, t, &f);
 	add(u, k, &f, now_ns, 0);
 	if (!find(u, k))
-		rows_rest(u, f.first, f.n, now_ns);
+		rows_rest(u, f.first, wc_uw_slots(&f), now_ns);
 	else
 		u->st.built++;
 }

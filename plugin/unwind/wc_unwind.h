@@ -65,6 +65,17 @@ struct wc_uw_kernel {
 	int (*del)(void *ctx, const struct wc_uw_key *k);
 };
 
+/* The places in the rows array f's entry takes: its rows and the index
+ * after them (bpf/wallclock.h); none without a table. */
+static inline uint32_t wc_uw_slots(const struct wc_uw_file *f)
+{
+	return f->state == WC_UW_ROWS ? f->n + (f->buckets + 1) / 2 : 0;
+}
+
+/* The index of buckets t's rows get (f's buckets, bbase and bshift);
+ * t has rows. */
+void wc_uw_index_shape(const struct wc_cfi_table *t, struct wc_uw_file *f);
+
 struct wc_unwind_stats {
 	uint64_t wants;			/* requests served */
 	uint64_t built;			/* tables built and put */

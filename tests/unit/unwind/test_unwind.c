@@ -236,6 +236,42 @@ static const struct fake_file *entry(struct rig *r, const struct wc_uw_key *key)
 	return fake_find(&r->k, key);
 }
 
+/* The places t takes in the rows array: its rows and their index. */
+static uint32_t slots(const struct wc_cfi_table *t)
+{
+	struct wc_uw_file f = {.state = WC_UW_ROWS, .n = (uint32_t)t->n};
+
+	wc_uw_index_shape(t, &f);
+	return wc_uw_slots(&f);
+}
+
+/* Whether x's index, after its rows, names for each bucket the last row
+ * at or before the bucket's start, with no more buckets than a quarter
+ * of the rows (one at least). */
+static bool index_right(const struct rig *r, const struct fake_file *x)
+{
+	const struct wc_uw_file *f = &x->f;
+	const struct wc_uw_row *rows = &r->k.rows[f->first];
+	const char *at = (const char *)&rows[f->n];
+	uint32_t b, row, most = f->n / 4 ? f->n / 4 : 1;
+
+	if (f->buckets == 0 || f->buckets > most ||
+	    f->bshift < WC_UW_BSHIFT_MIN || f->bshift > 32 ||
+	    f->bbase != (uint64_t)rows[0].off >> f->bshift ||
+	    f->bbase + f->buckets - 1 !=
+		    (uint64_t)rows[f->n - 1].off >> f->bshift)
+		return false;
+	for (b = 0; b < f->buckets; b++) {
+		uint64_t start = (uint64_t)(f->bbase + b) << f->bshift;
+
+		memcpy(&row, at + 4 * (size_t)b, sizeof(row));
+		if (row >= f->n || (row > 0 && rows[row].off > start) ||
+		    (row + 1 < f->n && rows[row + 1].off <= start))
+			return false;
+	}
+	return true;
+}
+
 /* A file a walk asked for gets its rows and an entry that says where;
  * one without CFI is marked so for good; a process gone or a mapping no
  * longer its file leave nothing. */
@@ -263,14 +299,15 @@ static void test_serve(void)
 	serve(&r, 10 * SEC);
 	x = entry(&r, &ka);
 	CHECK(x && x->f.state == WC_UW_ROWS && x->f.n == t.n);
-	CHECK(x && x->f.first + x->f.n <= 4096 &&
+	CHECK(x && x->f.first + wc_uw_slots(&x->f) <= 4096 &&
 	      memcmp(&r.k.rows[x->f.first], t.rows, t.n * sizeof(*t.rows)) ==
 		      0);
+	CHECK(x && index_right(&r, x));
 	x = entry(&r, &kn);
 	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_CFI);
 	CHECK(r.k.nwants == 0);
 	CHECK(r.st.built == 1 && r.st.tables == 1 && r.st.entries == 2 &&
-	      r.st.without[WC_UW_NO_CFI] == 1 && r.st.rows_used == t.n);
+	      r.st.without[WC_UW_NO_CFI] == 1 && r.st.rows_used == slots(&t));
 	/* No CFI stays so. */
 	serve(&r, 10 * SEC + 2 * WC_UW_RETRY_NS);
 	CHECK(entry(&r, &kn) != NULL);
@@ -326,7 +363,8 @@ static void test_entry_lost(void)
 	serve(&r, 2 * SEC);
 	x = entry(&r, &ka);
 	CHECK(x && x->f.state == WC_UW_ROWS);
-	CHECK(r.st.built == 1 && r.st.lost == 1 && r.st.rows_used == x->f.n);
+	CHECK(r.st.built == 1 && r.st.lost == 1 &&
+	      r.st.rows_used == wc_uw_slots(&x->f));
 out:
 	proc_stop(&a);
 	rig_free(&r);
@@ -354,9 +392,9 @@ static void test_room(void)
 		goto out;
 	}
 	/* Room for either (under 7/8 of the array), not both. */
-	nrows = (uint32_t)(ta.n > tb.n ? ta.n : tb.n);
+	nrows = slots(&ta) > slots(&tb) ? slots(&ta) : slots(&tb);
 	nrows = (nrows * 8 + 6) / 7 + 1;
-	CHECK(nrows < ta.n + tb.n);
+	CHECK(nrows < slots(&ta) + slots(&tb));
 	if (!rig_init(&r, nrows, 32, &lim)) {
 		CHECK(!"rig");
 		goto out;
@@ -376,7 +414,7 @@ static void test_room(void)
 	serve(&r, 10 * SEC + 2 * WC_UW_REST_NS + WC_UW_HOT_NS + 2);
 	CHECK(!entry(&r, &ka) && r.st.evicted == 1);
 	x = entry(&r, &kb);
-	CHECK(x && x->f.state == WC_UW_NONE && r.st.rows_resting == ta.n);
+	CHECK(x && x->f.state == WC_UW_NONE && r.st.rows_resting == slots(&ta));
 	/* Rested: b is placed where a was. */
 	serve(&r, 10 * SEC + 6 * WC_UW_REST_NS + WC_UW_HOT_NS);
 	want(&r.k, b.run.pid, &b.m, &kb);
@@ -384,7 +422,7 @@ static void test_room(void)
 	x = entry(&r, &kb);
 	CHECK(x && x->f.state == WC_UW_ROWS && x->f.first == 0 &&
 	      x->f.n == tb.n);
-	CHECK(r.st.rows_resting == 0 && r.st.rows_used == tb.n &&
+	CHECK(r.st.rows_resting == 0 && r.st.rows_used == slots(&tb) &&
 	      r.st.tables == 1);
 out:
 	proc_stop(&a);
@@ -421,7 +459,7 @@ static void test_room_in_pieces(void)
 	/* Small tables, a big one, and a tail too short for another big
 	 * one; three entries at most. */
 	if (!ok || ts.n >= tb.n ||
-	    !rig_init(&r, (uint32_t)(3 * ts.n + tb.n + tb.n / 2 + 1), 4,
+	    !rig_init(&r, 3 * slots(&ts) + slots(&tb) + slots(&tb) / 2 + 1, 4,
 		      &lim)) {
 		CHECK(!"fixtures and rig");
 		goto out;
@@ -453,8 +491,8 @@ static void test_room_in_pieces(void)
 	want(&r.k, b2.run.pid, &b2.m, &kb2);
 	serve(&r, 16 * SEC + 2 * WC_UW_REST_NS + 1);
 	x = entry(&r, &kb2);
-	CHECK(x && x->f.state == WC_UW_ROWS && x->f.first == ts.n + tb.n &&
-	      x->f.n == tb.n);
+	CHECK(x && x->f.state == WC_UW_ROWS &&
+	      x->f.first == slots(&ts) + slots(&tb) && x->f.n == tb.n);
 out:
 	proc_stop(&s1);
 	proc_stop(&b1);
@@ -534,10 +572,11 @@ static void test_many_drops(void)
 	}
 	serve(&r, 10 * SEC);
 	CHECK(r.st.built == 12 && r.st.entries == 2 && r.st.evicted == 10);
-	CHECK(r.st.rows_used == 2 * t.n && r.st.rows_resting == 10 * t.n &&
-	      r.st.tables == 2 && r.st.rows_leaked == 0);
+	CHECK(r.st.rows_used == 2 * slots(&t) &&
+	      r.st.rows_resting == 10 * slots(&t) && r.st.tables == 2 &&
+	      r.st.rows_leaked == 0);
 	serve(&r, 10 * SEC + WC_UW_REST_NS);
-	CHECK(r.st.rows_resting == 0 && r.st.rows_used == 2 * t.n);
+	CHECK(r.st.rows_resting == 0 && r.st.rows_used == 2 * slots(&t));
 out:
 	for (i = 0; i < started; i++)
 		proc_stop(&p[i]);
@@ -682,6 +721,35 @@ out:
 	rig_free(&r);
 }
 
+/* Sparse tables get coarser buckets, never more than a quarter of
+ * their rows; dense ones the finest. */
+static void test_index_shape(void)
+{
+	static const uint32_t offs[][4] = {
+		{0x1000, 0x1010, 0x1020, 0x1030},	  /* one bucket */
+		{0x1000, 0x2000, 0x7fff0000, 0xfffffff0}, /* sparse */
+		{0, 0x100, 0x200, 0x300},
+	};
+	struct wc_cfi_row rows[4];
+	struct wc_cfi_table t = {.rows = rows, .n = 4};
+	struct wc_uw_file f;
+	size_t i, j;
+
+	for (i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		memset(rows, 0, sizeof(rows));
+		for (j = 0; j < 4; j++)
+			rows[j].off = offs[i][j];
+		f = (struct wc_uw_file){.state = WC_UW_ROWS, .n = 4};
+		wc_uw_index_shape(&t, &f);
+		CHECK(f.buckets == 1 && f.bshift >= WC_UW_BSHIFT_MIN &&
+		      f.bshift <= 32);
+		CHECK(f.bbase == (uint64_t)offs[i][0] >> f.bshift &&
+		      f.bbase == (uint64_t)offs[i][3] >> f.bshift);
+		CHECK(wc_uw_slots(&f) == 5);
+	}
+	CHECK(i == 3 && f.bshift == 10); /* the last: 0x300 >> 10 == 0 */
+}
+
 int main(void)
 {
 	check_prog = "test_unwind";
@@ -696,6 +764,7 @@ int main(void)
 	RUN(test_idle);
 	RUN(test_del_fails);
 	RUN(test_no_helper);
+	RUN(test_index_shape);
 	if (!*fx_skip)
 		cfi_fixtures_remove(fxdir);
 	return check_done();
