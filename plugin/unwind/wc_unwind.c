@@ -392,7 +392,9 @@ static uint32_t longest_once_rested(struct wc_unwind *u)
 	return best;
 }
 
-static void make_room(struct wc_unwind *u, uint32_t n, uint64_t now_ns)
+/* Cold files out until n places will be free in a run once rested:
+ * whether they will. */
+static bool make_room(struct wc_unwind *u, uint32_t n, uint64_t now_ns)
 {
 	struct entry *e;
 
@@ -401,6 +403,7 @@ static void make_room(struct wc_unwind *u, uint32_t n, uint64_t now_ns)
 		drop(u, e, now_ns);
 		u->st.evicted++;
 	}
+	return longest_once_rested(u) >= n;
 }
 
 /* --- requests -------------------------------------------------------------- */
@@ -446,8 +449,13 @@ static void place(struct wc_unwind *u, const struct wc_uw_key *k,
 	wc_uw_index_shape(t, &f);
 	first = rows_take(u, wc_uw_slots(&f));
 	if (first < 0) {
-		make_room(u, wc_uw_slots(&f), now_ns);
-		without(u, k, WC_UW_NO_ROOM, now_ns, 2 * WC_UW_REST_NS);
+		/* asked again once the room rested; where the files in use
+		 * are all hot, not before they may have cooled (each ask
+		 * builds the table anew) */
+		if (make_room(u, wc_uw_slots(&f), now_ns))
+			without(u, k, WC_UW_NO_ROOM, now_ns, 2 * WC_UW_REST_NS);
+		else
+			without(u, k, WC_UW_NO_ROOM, now_ns, WC_UW_RETRY_NS);
 		return;
 	}
 	f.first = (uint32_t)first;

@@ -408,17 +408,22 @@ static void test_room(void)
 	x = entry(&r, &kb);
 	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_NO_ROOM);
 	CHECK(entry(&r, &ka) != NULL && r.st.evicted == 0);
-	/* Later, a cold: evicted for b, whose retry waits for the rest. */
+	/* No room could be made: b is not built again until a may have
+	 * cooled. */
 	serve(&r, 10 * SEC + 2 * WC_UW_REST_NS + 1);
+	CHECK(entry(&r, &kb) && r.st.without[WC_UW_NO_ROOM] == 1);
+	/* Later, a cold: evicted for b, whose retry waits for the rest. */
+	serve(&r, 10 * SEC + WC_UW_RETRY_NS + 1);
+	CHECK(!entry(&r, &kb));
 	want(&r.k, b.run.pid, &b.m, &kb);
-	serve(&r, 10 * SEC + 2 * WC_UW_REST_NS + WC_UW_HOT_NS + 2);
+	serve(&r, 10 * SEC + WC_UW_RETRY_NS + 2);
 	CHECK(!entry(&r, &ka) && r.st.evicted == 1);
 	x = entry(&r, &kb);
 	CHECK(x && x->f.state == WC_UW_NONE && r.st.rows_resting == slots(&ta));
 	/* Rested: b is placed where a was. */
-	serve(&r, 10 * SEC + 6 * WC_UW_REST_NS + WC_UW_HOT_NS);
+	serve(&r, 10 * SEC + WC_UW_RETRY_NS + 2 + 2 * WC_UW_REST_NS);
 	want(&r.k, b.run.pid, &b.m, &kb);
-	serve(&r, 10 * SEC + 6 * WC_UW_REST_NS + WC_UW_HOT_NS + 1);
+	serve(&r, 10 * SEC + WC_UW_RETRY_NS + 3 + 2 * WC_UW_REST_NS);
 	x = entry(&r, &kb);
 	CHECK(x && x->f.state == WC_UW_ROWS && x->f.first == 0 &&
 	      x->f.n == tb.n);
