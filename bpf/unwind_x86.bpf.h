@@ -281,14 +281,11 @@ __noinline __u32 wc_uw_find_row(const struct wc_uw_file *f, __u32 off)
 	at = (__u64)off >> f->bshift;
 	if (at < f->bbase)
 		return UW_NO_ROW;
-	b = (__u32)(at - f->bbase);
-	if (b >= f->buckets) {
-		lo = uw_bucket(f, f->buckets - 1);
-		hi = f->n;
-	} else {
-		lo = uw_bucket(f, b);
-		hi = b + 1 < f->buckets ? uw_bucket(f, b + 1) + 1 : f->n;
-	}
+	/* past the last bucket: in the last, whose rows run to the end */
+	b = at - f->bbase < f->buckets ? (__u32)(at - f->bbase)
+				       : f->buckets - 1;
+	lo = uw_bucket(f, b);
+	hi = b + 1 < f->buckets ? uw_bucket(f, b + 1) + 1 : f->n;
 	if (hi > f->n || lo >= hi)
 		return UW_NO_ROW;
 	lo += f->first;
@@ -304,6 +301,26 @@ __noinline __u32 wc_uw_find_row(const struct wc_uw_file *f, __u32 off)
 			hi = mid;
 	}
 	return lo + 1 < hi ? UW_NO_ROW : lo;
+}
+
+/* What a file the kernel has no rows for offers a walk.  Frame pointers
+ * stand in only where no table can be had: a file turned away for
+ * another reason (refused, too slow) is most likely built like the rest,
+ * without them; one the helper had no time for yet is asked for again
+ * soon. */
+static __always_inline enum uw_cover uw_cover_without(__u32 why)
+{
+	switch (why) {
+	case WC_UW_DEFERRED:
+		return UW_PENDING;
+	case WC_UW_NO_CFI:
+	case WC_UW_TOO_BIG:
+	case WC_UW_NO_ROOM:
+	case WC_UW_NO_HELPER:
+		return UW_NONE;
+	default:
+		return UW_TURNED_AWAY;
+	}
 }
 
 /* The row covering pc in m's file into *row, if its table has one. */
@@ -327,19 +344,8 @@ static __always_inline enum uw_cover uw_row_of(struct uwalk *w,
 		uw_want(w, m);
 		return UW_PENDING;
 	}
-	/* frame pointers stand in only where no table can be had: a file
-	 * turned away for another reason (refused, too slow) is most likely
-	 * built like the rest, without them; one the helper had no time for
-	 * yet is asked for again soon */
-	if (f->state != WC_UW_ROWS || !f->n) {
-		if (f->why == WC_UW_DEFERRED)
-			return UW_PENDING;
-		return f->why == WC_UW_NO_CFI || f->why == WC_UW_TOO_BIG ||
-				       f->why == WC_UW_NO_ROOM ||
-				       f->why == WC_UW_NO_HELPER
-			       ? UW_NONE
-			       : UW_TURNED_AWAY;
-	}
+	if (f->state != WC_UW_ROWS || !f->n)
+		return uw_cover_without(f->why);
 	if (uw_now(w) - f->used_ns > UW_USED_EVERY_NS)
 		f->used_ns = w->r->now;
 	lo = wc_uw_find_row(f, (__u32)off);

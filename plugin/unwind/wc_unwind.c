@@ -217,13 +217,14 @@ static struct entry *find(struct wc_unwind *u, const struct wc_uw_key *k)
 static void drop(struct wc_unwind *u, struct entry *e, uint64_t now_ns)
 {
 	bool gone = u->k.del(u->k.ctx, &e->key) == 0;
+	uint32_t n = wc_uw_slots(&e->f);
 
 	if (e->f.state == WC_UW_ROWS) {
 		if (gone) {
-			rows_rest(u, e->f.first, wc_uw_slots(&e->f), now_ns);
+			rows_rest(u, e->f.first, n, now_ns);
 		} else {
-			u->st.rows_used -= wc_uw_slots(&e->f);
-			u->st.rows_leaked += wc_uw_slots(&e->f);
+			u->st.rows_used -= n;
+			u->st.rows_leaked += n;
 		}
 		u->st.tables--;
 	}
@@ -445,17 +446,18 @@ static void place(struct wc_unwind *u, const struct wc_uw_key *k,
 {
 	struct wc_uw_file f = {.state = WC_UW_ROWS, .n = (uint32_t)t->n};
 	int64_t first;
+	uint32_t n;
 
 	wc_uw_index_shape(t, &f);
-	first = rows_take(u, wc_uw_slots(&f));
+	n = wc_uw_slots(&f);
+	first = rows_take(u, n);
 	if (first < 0) {
 		/* asked again once the room rested; where the files in use
 		 * are all hot, not before they may have cooled (each ask
 		 * builds the table anew) */
-		if (make_room(u, wc_uw_slots(&f), now_ns))
-			without(u, k, WC_UW_NO_ROOM, now_ns, 2 * WC_UW_REST_NS);
-		else
-			without(u, k, WC_UW_NO_ROOM, now_ns, WC_UW_RETRY_NS);
+		without(u, k, WC_UW_NO_ROOM, now_ns,
+			make_room(u, n, now_ns) ? 2 * WC_UW_REST_NS
+						: WC_UW_RETRY_NS);
 		return;
 	}
 	f.first = (uint32_t)first;
@@ -463,7 +465,7 @@ static void place(struct wc_unwind *u, const struct wc_uw_key *k,
 	index_fill(u, t, &f);
 	add(u, k, &f, now_ns, 0);
 	if (!find(u, k))
-		rows_rest(u, f.first, wc_uw_slots(&f), now_ns);
+		rows_rest(u, f.first, n, now_ns);
 	else
 		u->st.built++;
 }
