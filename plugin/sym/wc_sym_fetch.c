@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -217,35 +218,87 @@ int wc_fetch_maps(struct wc_fetch_ctx *c, pid_t pid, uint64_t known_sig,
 
 /* --- mapped files and their debug files ------------------------------------ */
 
+/* Our own mapping at start as our maps show it: its device, inode and
+ * end, and whether it is the vdso (its path is not kept).  0, or -1. */
+static int own_mapping(uint64_t start, struct wc_proc_map *out, bool *vdso)
+{
+	struct wc_proc_map pm;
+	struct wc_lines r;
+	size_t n;
+	char *line;
+	int fd, rc = -1;
+
+	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || wc_lines_open(&r, fd, 8192, MAPS_BYTES_MAX))
+		return -1;
+	while ((line = wc_lines_next(&r, &n))) {
+		if (wc_proc_parse_maps_line(line, n, &pm) || pm.start != start)
+			continue;
+		*vdso = !strcmp(pm.path, "[vdso]");
+		*out = pm;
+		out->path = "";
+		out->pathlen = 0;
+		rc = 0;
+		break;
+	}
+	wc_lines_close(&r);
+	return rc;
+}
+
+/* stat's view, where the kernel's cannot be had: the same on most
+ * filesystems. */
 static bool is_map_file(const struct wc_proc_map *m, const struct stat *st)
 {
 	return st->st_ino == m->ino && major(st->st_dev) == m->dev_major &&
 	       minor(st->st_dev) == m->dev_minor;
 }
 
+/*
+ * Is fd the file the kernel had mapped as m?  Another may be there by
+ * now (a process can map any file at m's range after its maps were
+ * read), even one with m's inode number on another filesystem.  Asked of
+ * the kernel: fd mapped here shows the device and inode that maps lines
+ * and the BPF walks show, which stat does not on btrfs or overlayfs.
+ */
+static bool is_mapped_file(int fd, const struct wc_proc_map *m,
+			   const struct stat *st)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *at = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0);
+	struct wc_proc_map own;
+	bool vdso, same;
+
+	if (at == MAP_FAILED)
+		return is_map_file(m, st);
+	same = own_mapping((uintptr_t)at, &own, &vdso) == 0 &&
+	       own.ino == m->ino && own.dev_major == m->dev_major &&
+	       own.dev_minor == m->dev_minor;
+	munmap(at, page);
+	return same;
+}
+
 /* Open the file behind mapping m of pid: map_files first (deleted files,
- * other mount namespaces), else the path in its root if it is still the
- * same file. */
+ * other mount namespaces), else the path in its root.  Either must still
+ * be m's file: else -1 with errno ESTALE. */
 static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
 		       const struct wc_proc_map *m, struct stat *st)
 {
 	int fd;
 
 	fd = wc_proc_open_map_file(c->proc_root, pid, m->start, m->end, st);
-	if (fd >= 0)
-		return fd;
-	if (errno == EINVAL) {
+	if (fd < 0 && errno == EINVAL) {
 		c->refused++;
 		return -1;
 	}
-	if (m->path[0] != '/')
-		return -1;
-	fd = wc_proc_open_in_root(c->proc_root, pid, m->path, 0, st);
-	if (fd < 0 && errno == EINVAL)
-		c->refused++;
-	if (fd >= 0 && !is_map_file(m, st)) {
+	if (fd < 0 && m->path[0] == '/') {
+		fd = wc_proc_open_in_root(c->proc_root, pid, m->path, 0, st);
+		if (fd < 0 && errno == EINVAL)
+			c->refused++;
+	}
+	if (fd >= 0 && !is_mapped_file(fd, m, st)) {
 		close(fd);
-		fd = -1;
+		errno = ESTALE;
+		return -1;
 	}
 	return fd;
 }
@@ -425,17 +478,11 @@ int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
 	int fd, rc;
 
 	memset(out, 0, sizeof(*out));
+	/* A table is kept under m's key: never another file's (ESTALE). */
 	fd = open_mapped(c, pid, m, &st);
 	if (fd < 0) {
-		errno = c->refused != refused ? EACCES : ESRCH;
-		return -1;
-	}
-	/* A table is kept under m's key: never build another file's.  The
-	 * inode only: overlayfs and btrfs subvolumes show another device to
-	 * stat than the kernel's maps and the walks see. */
-	if (st.st_ino != m->ino) {
-		close(fd);
-		errno = ESTALE;
+		if (errno != ESTALE)
+			errno = c->refused != refused ? EACCES : ESRCH;
 		return -1;
 	}
 	if (wc_elf_open_fd(&e, fd)) {
@@ -543,26 +590,13 @@ static int own_vdso(char *buf, size_t len)
 {
 	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	struct wc_proc_map pm;
-	struct wc_lines r;
-	size_t n;
-	char *line;
-	int fd, rc = -1;
+	bool vdso;
 
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (!base || fd < 0 || wc_lines_open(&r, fd, 8192, UINT64_MAX))
+	if (!base || own_mapping(base, &pm, &vdso) || !vdso ||
+	    pm.end - pm.start != len)
 		return -1;
-	while ((line = wc_lines_next(&r, &n))) {
-		if (wc_proc_parse_maps_line(line, n, &pm) || pm.start != base ||
-		    strcmp(pm.path, "[vdso]"))
-			continue;
-		if (pm.end - pm.start == len) {
-			memcpy(buf, (const void *)base, len);
-			rc = 0;
-		}
-		break;
-	}
-	wc_lines_close(&r);
-	return rc;
+	memcpy(buf, (const void *)base, len);
+	return 0;
 }
 
 int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,

@@ -88,14 +88,15 @@ struct wc_fetch_image {
 };
 
 /* The image of mapping m of pid, opened through map_files, else its path
- * in the process's root if that is still the same file.  0, or -1 if it
- * cannot be opened, is refused, or is no ELF file. */
+ * in the process's root; either only if the kernel has that file mapped
+ * as m.  0, or -1 if it cannot be opened, is refused, or is no ELF file
+ * (errno ESTALE: another file is at m's range now). */
 int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
 		   const struct wc_proc_map *m, struct wc_fetch_image *out);
 
 /* Its function symbols into t (initialised by the caller with its budget,
  * finished here): .symtab, else a debug file's, else .dynsym.  0, or -1
- * (t is then empty). */
+ * (t is then empty; errno as above). */
 int wc_fetch_symbols(struct wc_fetch_ctx *c, pid_t pid,
 		     const struct wc_proc_map *m, struct wc_symtab *t);
 
@@ -114,8 +115,7 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
  * mapping shows now and the .debug_frame of its debug file if it has one
  * (found as for symbols: by build-id, or by .gnu_debuglink when m has a
  * path), under lim.  0, or -1 with errno: ESRCH (the process
- * or its mapping is gone), ESTALE (the file there now is not m's device
- * and inode: a process may have mapped another at the same range), EACCES
+ * or its mapping is gone), ESTALE (as for wc_fetch_image), EACCES
  * (refused by the rules), or wc_cfi_build's (ENOENT: no CFI; EFBIG,
  * E2BIG: over the limits; ETIME: over the CPU time; EINVAL: no x86-64
  * ELF file).

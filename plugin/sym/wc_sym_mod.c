@@ -353,6 +353,14 @@ static void unread(struct wc_mod_cache *c, struct wc_mod *mod)
 	c->lost++;
 }
 
+/* Not read for now: the helper did not answer, or another file was at
+ * the mapping's place by then (a process can put one there to have its
+ * names kept for the file it replaced). */
+static bool again(int err)
+{
+	return err == EAGAIN || err == ESTALE;
+}
+
 /* Read the file behind mapping m of pid: its image, and its symbols
  * unless a file of the same owner with its build-id was read before. */
 static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
@@ -363,7 +371,7 @@ static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 
 	c->st.misses++;
 	if (wc_sym_src_image(c->o.src, pid, m, &img)) {
-		if (errno == EAGAIN)
+		if (again(errno))
 			unread(c, mod);
 		return;
 	}
@@ -372,7 +380,7 @@ static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 	if (!t) {
 		t = table_new(c, &img, true);
 		if (t && wc_sym_src_symbols(c->o.src, pid, m, &t->syms) &&
-		    errno == EAGAIN) {
+		    again(errno)) {
 			table_free(c, t);
 			unread(c, mod);
 			return;

@@ -599,6 +599,17 @@ static int broken(struct wc_sym_src *s, const struct culprit *c)
 	return -1;
 }
 
+/* The helper's rc: -errno from the calls that say why they failed. */
+static int said(struct wc_sym_src *s, const struct culprit *c, int rc)
+{
+	if (rc >= -1)
+		return rc;
+	if (rc < -4095)
+		return broken(s, c);
+	errno = -rc;
+	return -1;
+}
+
 /* --- the calls ------------------------------------------------------------------ */
 
 static void add_counts(struct wc_sym_src *s)
@@ -664,7 +675,7 @@ int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_image(&r, out))
 		return broken(s, &c);
-	return rc;
+	return said(s, &c, rc);
 }
 
 int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
@@ -684,7 +695,7 @@ int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_symtab(&r, t))
 		return r.failed ? broken(s, &c) : -1;
-	return rc;
+	return said(s, &c, rc);
 }
 
 int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
@@ -773,15 +784,9 @@ int wc_sym_src_cfi(struct wc_sym_src *s, pid_t pid, const struct wc_proc_map *m,
 	}
 	put_file(s, WC_OP_CFI, pid, m, &c);
 	wc_wire_put_cfi_limits(&s->req, lim);
-	rc = call(s, &c, &r);
-	if (rc == -1)
-		return -1; /* errno says */
-	if (rc < -4095)
-		return broken(s, &c);
-	if (rc < 0) {
-		errno = -rc;
-		return -1;
-	}
+	rc = said(s, &c, call(s, &c, &r));
+	if (rc < 0)
+		return rc;
 	if (rc > 0 || !wc_wire_get_cfi(&r, lim->rows_max, out))
 		return broken(s, &c);
 	return 0;

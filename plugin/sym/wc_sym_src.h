@@ -57,7 +57,8 @@ void wc_sym_src_free(struct wc_sym_src *s);
 /* The wc_fetch_* calls of the same names and results.  -1 with errno
  * EAGAIN when the helper did not answer, or was not asked (stopped, what
  * the call reads made one stall, the caller's budget spent): the same
- * call may work later; with another errno, what was asked for is not
+ * call may work later, as it may with ESTALE (another file is at the
+ * mapping's place now); with another errno, what was asked for is not
  * there (the process is gone, the file unreadable or refused). */
 int wc_sym_src_maps(struct wc_sym_src *s, pid_t pid, uint64_t known_sig,
 		    struct wc_fetch_maps *out);

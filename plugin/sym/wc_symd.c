@@ -66,14 +66,23 @@ static int op_maps(struct wc_rbuf *r, struct wc_wbuf *out)
 	return rc;
 }
 
+/* A file that is not the mapping's any more is asked for again: said
+ * apart (-ESTALE) from one that cannot be read (-1). */
+static int stale_or_gone(void)
+{
+	return errno == ESTALE ? -ESTALE : -1;
+}
+
 static int op_image(struct wc_rbuf *r, struct wc_wbuf *out)
 {
 	pid_t pid = (pid_t)wc_rbuf_u32(r);
 	struct wc_fetch_image img;
 	struct wc_proc_map m;
 
-	if (!wc_wire_get_map(r, &m) || wc_fetch_image(&ctx, pid, &m, &img))
+	if (!wc_wire_get_map(r, &m))
 		return -1;
+	if (wc_fetch_image(&ctx, pid, &m, &img))
+		return stale_or_gone();
 	wc_wire_put_image(out, &img);
 	return 0;
 }
@@ -94,7 +103,7 @@ static int op_symbols(struct wc_rbuf *r, struct wc_wbuf *out)
 	if (rc == 0)
 		wc_wire_put_symtab(out, &t);
 	wc_symtab_free(&t);
-	return rc;
+	return rc ? stale_or_gone() : 0;
 }
 
 static int op_vdso(struct wc_rbuf *r, struct wc_wbuf *out)

@@ -623,6 +623,13 @@ static void test_fetch(void)
 		CHECK(wc_sym_src_cfi(srcs[i], p.pid, &stale, &lim, &got) ==
 			      -1 &&
 		      errno == ESTALE);
+		/* its inode number on another filesystem, which any user
+		 * can make on a tmpfs: not the file either */
+		stale = m;
+		stale.dev_minor ^= 1;
+		CHECK(wc_sym_src_cfi(srcs[i], p.pid, &stale, &lim, &got) ==
+			      -1 &&
+		      errno == ESTALE);
 		CHECK(wc_sym_src_cfi(srcs[i], 0x3fffffff, &m, &lim, &got) ==
 			      -1 &&
 		      errno == ESRCH);

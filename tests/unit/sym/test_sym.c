@@ -1824,6 +1824,94 @@ static void test_mount_namespace(void)
 	fx_stop(&f);
 }
 
+/* Point fake's map_files entry for m at target. */
+static int fake_map_file(const char *fake, pid_t pid,
+			 const struct wc_proc_map *m, const char *target)
+{
+	char dir[PATH_MAX], link[PATH_MAX];
+
+	fmt(dir, sizeof(dir), "%s/%d/map_files", fake, (int)pid);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -1;
+	fmt(link, sizeof(link), "%s/%" PRIx64 "-%" PRIx64, dir, m->start,
+	    m->end);
+	unlink(link);
+	return symlink(target, link);
+}
+
+/*
+ * Another file at a mapping's place when it is opened (a process may map
+ * one there after its maps were read) is not read as the mapping's file:
+ * its names would be kept for the file it replaced, for every process
+ * mapping that.  Read again later, the mapping's own file is.  A proc
+ * root of our making, whose map_files entry names another file, stands
+ * in for the process; in collectd and in the helper.
+ */
+static void remapped_file(const char *helper)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_mod_cache_opts mo = {.max_tables = 16, .max_bytes = 1 << 24};
+	struct wc_sym_src_opts so = {.helper = helper};
+	const struct wc_proc_map *m = NULL;
+	const struct wc_fetch_file *file = NULL;
+	struct wc_mod *mod = NULL, *again = NULL;
+	char fake[PATH_MAX], real[PATH_MAX];
+	struct wc_mod_cache *c;
+	struct wc_fetch_maps fm;
+	struct wc_sym_src *src;
+	const char *name;
+	struct fixture f;
+	uint64_t off;
+	size_t i;
+
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	fmt(fake, sizeof(fake), "%s/remapped-%s", fxdir,
+	    helper ? "helper" : "inline");
+	CHECK(fake_proc(fake, f.pid) == 0);
+	so.proc_root = fake;
+	src = wc_sym_src_new(&so);
+	mo.src = src;
+	c = wc_mod_cache_new(&mo);
+	CHECK(src && c && wc_sym_src_maps(src, f.pid, 0, &fm) == 0);
+	for (i = 0; i < fm.n && !m; i++)
+		if (strstr(fm.maps[i].path, "/fx_pie"))
+			m = &fm.maps[i], file = &fm.files[i];
+	CHECK(m != NULL && realpath(fx("fx_pie"), real) != NULL);
+	if (m) {
+		off = fx_addr(&f, "alpha") - m->start + m->pgoff;
+		CHECK(fake_map_file(fake, f.pid, m, fx("libfx.so")) == 0);
+		mod = wc_mod_file(c, f.pid, m, file);
+		name = mod ? wc_mod_lookup(c, mod, off) : NULL;
+		CHECK(mod && wc_mod_evicted(mod) && !name);
+		if (name)
+			printf("  named %s from the other file\n", name);
+		CHECK(fake_map_file(fake, f.pid, m, real) == 0);
+		again = wc_mod_file(c, f.pid, m, file);
+		name = again ? wc_mod_lookup(c, again, off) : NULL;
+		CHECK(again == mod && name &&
+		      !strcmp(name, "wcsym_fixture_alpha"));
+		wc_mod_unref(c, again);
+		wc_mod_unref(c, mod);
+	}
+	wc_fetch_maps_free(&fm);
+	wc_mod_cache_free(c);
+	wc_sym_src_free(src);
+	fx_stop(&f);
+}
+
+static void test_remapped_file(void)
+{
+	NEED_FIXTURES();
+	remapped_file(NULL);
+	if (!real_helper())
+		SKIP("no wallclock-symd here for the helper's half (run from "
+		     "the build tree, or set WC_SYM_HELPER)");
+	remapped_file(real_helper());
+}
+
 /* Two processes of one binary share its table; so do two copies of one
  * binary (other inode, same build-id). */
 static void test_sharing(void)
@@ -2430,6 +2518,7 @@ int main(void)
 	RUN(test_exited_process);
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
+	RUN(test_remapped_file);
 	RUN(test_sharing);
 	RUN(test_places);
 	RUN(test_lru);
