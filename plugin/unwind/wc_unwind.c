@@ -528,10 +528,11 @@ static bool serve_one(struct wc_unwind *u, const struct wc_uw_key *k,
 		without(u, k, WC_UW_SLOW, now_ns, WC_UW_RETRY_NS);
 		break;
 	case ESRCH:
-	case ESTALE:
-		/* Gone, or another file there now: a walk asks again, but
-		 * not at once. */
+		/* Gone: a walk asks again, but not at once. */
 		without(u, k, WC_UW_GONE, now_ns, WC_UW_SOON_NS);
+		break;
+	case ESTALE:
+		without(u, k, WC_UW_GONE, now_ns, WC_UW_MOVED_NS);
 		break;
 	case ENOMEM:
 		without(u, k, WC_UW_DEFERRED, now_ns, WC_UW_SOON_NS);

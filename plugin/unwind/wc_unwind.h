@@ -39,6 +39,9 @@
 /* ... and for a reason that passes soon (the helper not asked, the
  * process gone). */
 #define WC_UW_SOON_NS 5000000000ull
+/* ... and for another file at the mapping's place when it was opened:
+ * the one asked for may be back at once (a library loaded again). */
+#define WC_UW_MOVED_NS 1000000000ull
 /* A table no walk used for this long goes: its file is likely mapped by
  * no one now (a walk that meets it again asks again).  Looked for this
  * often. */

@@ -85,27 +85,8 @@ static int count_files(const char *dir, const char *suffix)
 }
 
 /* Programs named wc_* loaded now, by anyone. */
-static int our_programs(void)
-{
-	struct bpf_prog_info info;
-	__u32 id = 0, len;
-	int n = 0, fd;
-
-	while (bpf_prog_get_next_id(id, &id) == 0) {
-		fd = bpf_prog_get_fd_by_id(id);
-		if (fd < 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		len = sizeof(info);
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-		    strncmp(info.name, "wc_", 3) == 0)
-			n++;
-		close(fd);
-	}
-	return n;
-}
-
-static void run_cycle(struct wc_config *cfg, int *flushes)
+/* A whole life of an engine; the programs it loaded into ids, *n. */
+static void run_cycle(struct wc_config *cfg, int *flushes, __u32 *ids, int *n)
 {
 	struct wc_engine *e = NULL;
 	struct timespec tick = {0, 100000000};
@@ -120,6 +101,7 @@ static void run_cycle(struct wc_config *cfg, int *flushes)
 		printf("  %s\n", err);
 		return;
 	}
+	*n = held_programs(ids, 64);
 	d.e = e;
 	CHECK(pthread_create(&t, NULL, drain_exits, &d) == 0);
 	w = start_workload();
@@ -145,7 +127,8 @@ static void test_whole_life(void)
 {
 	char dir[] = "/var/tmp/wc-cycle-XXXXXX", spool[64];
 	struct wc_config cfg;
-	int flushes = 0, before;
+	int flushes = 0, n = 0;
+	__u32 ids[64];
 
 	if (geteuid() != 0)
 		SKIP("needs root (BPF)");
@@ -154,17 +137,13 @@ static void test_whole_life(void)
 	wc_config_init(&cfg);
 	snprintf(cfg.spool_dir, sizeof(cfg.spool_dir), "%s", spool);
 	cfg.flush_interval_s = 2;
-	before = our_programs();
-	run_cycle(&cfg, &flushes);
+	run_cycle(&cfg, &flushes, ids, &n);
 	printf("# %d flushes, %d folded files, %d flame graphs\n", flushes,
 	       count_files(spool, ".folded"), count_files(spool, ".svg"));
 	CHECK(flushes >= 2 && count_files(spool, ".folded") == flushes &&
 	      count_files(spool, ".svg") == flushes);
-	/* closed: its programs go with their last descriptor, once an RCU
-	 * grace period has passed */
-	for (int i = 0; i < 100 && our_programs() > before; i++)
-		usleep(100000);
-	CHECK(our_programs() <= before);
+	/* closed: its programs go with their last descriptor */
+	CHECK(n > 0 && still_loaded(ids, n) == 0);
 	wc_config_free(&cfg);
 	{
 		char cmd[128];

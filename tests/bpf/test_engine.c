@@ -733,62 +733,14 @@ static void test_idle_is_not_a_process(void)
 	wc_config_free(&cfg);
 }
 
-static int count_our_programs(void)
-{
-	__u32 id = 0;
-	int n = 0;
-
-	while (bpf_prog_get_next_id(id, &id) == 0) {
-		struct bpf_prog_info info = {};
-		__u32 len = sizeof(info);
-		int fd = bpf_prog_get_fd_by_id(id);
-
-		if (fd < 0)
-			continue;
-		if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-		    strncmp(info.name, "wc_", 3) == 0)
-			n++;
-		close(fd);
-	}
-	return n;
-}
-
-/* A released program goes away after an RCU grace period, not at once. */
-static int our_programs(int want)
-{
-	int i, n = count_our_programs();
-
-	for (i = 0; i < 40 && n != want; i++) {
-		usleep(50000);
-		n = count_our_programs();
-	}
-	return n;
-}
-
-/* The count before a test, once programs another process just released
- * have gone: they linger for a grace period, up to a second here, so the
- * count must hold still for 1.5 s (at most 5 s). */
-static int settled_count(void)
-{
-	int i, still = 0, n = count_our_programs(), m;
-
-	for (i = 0; i < 50 && still < 15; i++) {
-		usleep(100000);
-		m = count_our_programs();
-		still = m == n ? still + 1 : 0;
-		n = m;
-	}
-	return n;
-}
-
 static void test_close_unloads_everything(void)
 {
 	struct wc_config cfg;
 	struct wc_engine *e;
-	int before;
+	__u32 ids[64];
+	int n;
 
 	NEED_ROOT();
-	before = settled_count();
 	e = open_engine(&cfg, false);
 	CHECK(e != NULL);
 	if (!e)
@@ -796,11 +748,11 @@ static void test_close_unloads_everything(void)
 	/* the switch hook, the sampler, the two iterators (records, waits
 	 * under way), the open-coded walk (kernels before 6.7 have no
 	 * walk) and, from 6.12, the migration and wake-up hooks */
-	CHECK(our_programs(before + 4 + kernel_walks + 2 * kernel_delays) ==
-	      before + 4 + kernel_walks + 2 * kernel_delays);
+	n = held_programs(ids, 64);
+	CHECK(n == 4 + kernel_walks + 2 * kernel_delays);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
-	CHECK(our_programs(before) == before);
+	CHECK(held_programs(ids + n, 64 - n) == 0 && still_loaded(ids, n) == 0);
 }
 
 static uint64_t real_ns(void)
@@ -874,10 +826,10 @@ static void test_no_stacks_no_walks(void)
 	struct wc_config cfg;
 	struct wc_engine *e = NULL;
 	char err[1024], rep[PATH_MAX];
-	int before;
+	__u32 ids[64];
+	int n;
 
 	NEED_ROOT();
-	before = settled_count();
 	wc_config_init(&cfg);
 	cfg.stacks = false;
 	if (wc_engine_open(&cfg, &e, err, sizeof(err)))
@@ -885,8 +837,8 @@ static void test_no_stacks_no_walks(void)
 	CHECK(e != NULL);
 	if (!e)
 		return;
-	CHECK(our_programs(before + 4 + kernel_walks + 2 * kernel_delays) ==
-	      before + 4 + kernel_walks + 2 * kernel_delays);
+	n = held_programs(ids, 64);
+	CHECK(n == 4 + kernel_walks + 2 * kernel_delays);
 	snprintf(rep, sizeof(rep), "%s/wce_nostack.report", bin_dir);
 	CHECK(run_workload(e, "wce_nostack", args, rep, 200) == 0);
 	wc_engine_self(e, &self);
@@ -899,7 +851,7 @@ static void test_no_stacks_no_walks(void)
 	CHECK(self.bpf.v[WC_CNT_STACK_ERRORS] == 0);
 	wc_engine_close(e);
 	wc_config_free(&cfg);
-	CHECK(our_programs(before) == before);
+	CHECK(still_loaded(ids, n) == 0);
 }
 
 int main(int argc, char **argv)

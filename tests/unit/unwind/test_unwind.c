@@ -320,7 +320,9 @@ static void test_serve(void)
 	x = entry(&r, &kg);
 	CHECK(x && x->f.state == WC_UW_NONE && x->f.why == WC_UW_GONE &&
 	      r.k.nwants == 0);
-	serve(&r, 11 * SEC + WC_UW_SOON_NS);
+	serve(&r, 11 * SEC + WC_UW_MOVED_NS - 1);
+	CHECK(entry(&r, &kg) != NULL);
+	serve(&r, 11 * SEC + WC_UW_MOVED_NS);
 	CHECK(!entry(&r, &kg));
 	if (!proc_start(&gone, "cfx_none", "gone")) {
 		CHECK(!"fixture copy");
