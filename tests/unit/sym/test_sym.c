@@ -1533,21 +1533,86 @@ static void test_helper_ends_with_parent(void)
 
 /* A file not read for want of time (the caller's budget spent, or the
  * helper stopped) is read when next needed, not left without names. */
+/* A module cache over a source, and the mapping of fx_pie in a fixture:
+ * what the tests of reading a module again share. */
+struct mod_rig {
+	struct wc_sym_src *src;
+	struct wc_mod_cache *c;
+	struct wc_fetch_maps fm;
+	const struct wc_proc_map *m;
+	const struct wc_fetch_file *file;
+	pid_t pid;
+	uint64_t off; /* alpha's, in the file */
+};
+
+static bool mod_rig_open(struct mod_rig *r, const struct fixture *f,
+			 const struct wc_sym_src_opts *so)
+{
+	struct wc_mod_cache_opts mo = {.max_tables = 16, .max_bytes = 1 << 24};
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->pid = f->pid;
+	r->src = wc_sym_src_new(so);
+	mo.src = r->src;
+	r->c = wc_mod_cache_new(&mo);
+	if (!r->src || !r->c || wc_sym_src_maps(r->src, f->pid, 0, &r->fm))
+		return false;
+	for (i = 0; i < r->fm.n && !r->m; i++)
+		if (strstr(r->fm.maps[i].path, "/fx_pie"))
+			r->m = &r->fm.maps[i], r->file = &r->fm.files[i];
+	if (r->m)
+		r->off = fx_addr(f, "alpha") - r->m->start + r->m->pgoff;
+	return r->m != NULL;
+}
+
+/* The rig's module, and alpha's name in it (NULL if none). */
+static const char *mod_rig_name(struct mod_rig *r, struct wc_mod **mod)
+{
+	*mod = wc_mod_file(r->c, r->pid, r->m, r->file);
+	return *mod ? wc_mod_lookup(r->c, *mod, r->off) : NULL;
+}
+
+/* The rig's module read once without a name (not read: read again when
+ * next needed), and again after mend(r, arg): alpha named then. */
+static void mod_rig_read_again(struct mod_rig *r,
+			       void (*mend)(struct mod_rig *, const void *),
+			       const void *arg)
+{
+	struct wc_mod *mod = NULL, *again = NULL;
+	const char *name = mod_rig_name(r, &mod);
+
+	CHECK(mod && wc_mod_evicted(mod) && !name);
+	if (name)
+		printf("  named %s at first\n", name);
+	mend(r, arg);
+	name = mod_rig_name(r, &again);
+	CHECK(again == mod && name && !strcmp(name, "wcsym_fixture_alpha"));
+	wc_mod_unref(r->c, again);
+	wc_mod_unref(r->c, mod);
+}
+
+static void mod_rig_close(struct mod_rig *r)
+{
+	wc_fetch_maps_free(&r->fm);
+	if (r->c)
+		wc_mod_cache_free(r->c);
+	if (r->src)
+		wc_sym_src_free(r->src);
+}
+
+static void allow_all(struct mod_rig *r, const void *arg)
+{
+	(void)arg;
+	wc_sym_src_allow(r->src, WC_SYM_UNLIMITED);
+}
+
 static void test_unread_retried(void)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
-	struct wc_mod_cache_opts mo = {.max_tables = 16, .max_bytes = 1 << 24};
 	struct wc_sym_src_opts so = {.helper = real_helper()};
-	struct wc_mod *mod = NULL, *again = NULL;
-	const struct wc_proc_map *m = NULL;
-	const struct wc_fetch_file *file;
-	struct wc_mod_cache *c;
-	struct wc_fetch_maps fm;
-	struct wc_sym_src *src;
-	const char *name;
+	struct mod_rig r;
 	struct fixture f;
-	uint64_t off;
-	size_t i;
 
 	NEED_FIXTURES();
 	if (!so.helper)
@@ -1557,31 +1622,13 @@ static void test_unread_retried(void)
 		CHECK(!"fixture started");
 		return;
 	}
-	src = wc_sym_src_new(&so);
-	mo.src = src;
-	c = wc_mod_cache_new(&mo);
-	CHECK(src && c && wc_sym_src_maps(src, f.pid, 0, &fm) == 0);
-	for (i = 0; i < fm.n && !m; i++)
-		if (strstr(fm.maps[i].path, "/fx_pie"))
-			m = &fm.maps[i], file = &fm.files[i];
-	CHECK(m != NULL);
-	if (m) {
-		off = fx_addr(&f, "alpha") - m->start + m->pgoff;
-		wc_sym_src_allow(src, 0);
-		mod = wc_mod_file(c, f.pid, m, file);
-		CHECK(mod && wc_mod_evicted(mod) &&
-		      !wc_mod_lookup(c, mod, off));
-		wc_sym_src_allow(src, WC_SYM_UNLIMITED);
-		again = wc_mod_file(c, f.pid, m, file);
-		name = again ? wc_mod_lookup(c, again, off) : NULL;
-		CHECK(again == mod && name &&
-		      !strcmp(name, "wcsym_fixture_alpha"));
-		wc_mod_unref(c, again);
-		wc_mod_unref(c, mod);
+	if (mod_rig_open(&r, &f, &so)) {
+		wc_sym_src_allow(r.src, 0);
+		mod_rig_read_again(&r, allow_all, NULL);
+	} else {
+		CHECK(!"module rig");
 	}
-	wc_fetch_maps_free(&fm);
-	wc_mod_cache_free(c);
-	wc_sym_src_free(src);
+	mod_rig_close(&r);
 	fx_stop(&f);
 }
 
@@ -1847,22 +1894,21 @@ static int fake_map_file(const char *fake, pid_t pid,
  * root of our making, whose map_files entry names another file, stands
  * in for the process; in collectd and in the helper.
  */
+/* arg: the fake proc root and the real file's path. */
+static void map_the_real_file(struct mod_rig *r, const void *arg)
+{
+	const char *const *at = arg;
+
+	CHECK(fake_map_file(at[0], r->pid, r->m, at[1]) == 0);
+}
+
 static void remapped_file(const char *helper)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
-	struct wc_mod_cache_opts mo = {.max_tables = 16, .max_bytes = 1 << 24};
 	struct wc_sym_src_opts so = {.helper = helper};
-	const struct wc_proc_map *m = NULL;
-	const struct wc_fetch_file *file = NULL;
-	struct wc_mod *mod = NULL, *again = NULL;
 	char fake[PATH_MAX], real[PATH_MAX];
-	struct wc_mod_cache *c;
-	struct wc_fetch_maps fm;
-	struct wc_sym_src *src;
-	const char *name;
+	struct mod_rig r;
 	struct fixture f;
-	uint64_t off;
-	size_t i;
 
 	if (!fx_start(&f, argv)) {
 		CHECK(!"fixture started");
@@ -1872,33 +1918,14 @@ static void remapped_file(const char *helper)
 	    helper ? "helper" : "inline");
 	CHECK(fake_proc(fake, f.pid) == 0);
 	so.proc_root = fake;
-	src = wc_sym_src_new(&so);
-	mo.src = src;
-	c = wc_mod_cache_new(&mo);
-	CHECK(src && c && wc_sym_src_maps(src, f.pid, 0, &fm) == 0);
-	for (i = 0; i < fm.n && !m; i++)
-		if (strstr(fm.maps[i].path, "/fx_pie"))
-			m = &fm.maps[i], file = &fm.files[i];
-	CHECK(m != NULL && realpath(fx("fx_pie"), real) != NULL);
-	if (m) {
-		off = fx_addr(&f, "alpha") - m->start + m->pgoff;
-		CHECK(fake_map_file(fake, f.pid, m, fx("libfx.so")) == 0);
-		mod = wc_mod_file(c, f.pid, m, file);
-		name = mod ? wc_mod_lookup(c, mod, off) : NULL;
-		CHECK(mod && wc_mod_evicted(mod) && !name);
-		if (name)
-			printf("  named %s from the other file\n", name);
-		CHECK(fake_map_file(fake, f.pid, m, real) == 0);
-		again = wc_mod_file(c, f.pid, m, file);
-		name = again ? wc_mod_lookup(c, again, off) : NULL;
-		CHECK(again == mod && name &&
-		      !strcmp(name, "wcsym_fixture_alpha"));
-		wc_mod_unref(c, again);
-		wc_mod_unref(c, mod);
+	if (mod_rig_open(&r, &f, &so) && realpath(fx("fx_pie"), real)) {
+		CHECK(fake_map_file(fake, f.pid, r.m, fx("libfx.so")) == 0);
+		mod_rig_read_again(&r, map_the_real_file,
+				   (const char *const[]){fake, real});
+	} else {
+		CHECK(!"module rig");
 	}
-	wc_fetch_maps_free(&fm);
-	wc_mod_cache_free(c);
-	wc_sym_src_free(src);
+	mod_rig_close(&r);
 	fx_stop(&f);
 }
 
