@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -229,7 +231,7 @@ static int own_mapping(uint64_t start, struct wc_proc_map *out, bool *vdso)
 	int fd, rc = -1;
 
 	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || wc_lines_open(&r, fd, 8192, MAPS_BYTES_MAX))
+	if (fd < 0 || wc_lines_open(&r, fd, 64 * 1024, MAPS_BYTES_MAX))
 		return -1;
 	while ((line = wc_lines_next(&r, &n))) {
 		if (wc_proc_parse_maps_line(line, n, &pm) || pm.start != start)
@@ -245,44 +247,94 @@ static int own_mapping(uint64_t start, struct wc_proc_map *out, bool *vdso)
 	return rc;
 }
 
+enum same { SAME, OTHER, UNKNOWN };
+
 /* stat's view, where the kernel's cannot be had: the same on most
  * filesystems. */
-static bool is_map_file(const struct wc_proc_map *m, const struct stat *st)
+static enum same stat_same(const struct wc_proc_map *m, const struct stat *st)
 {
-	return st->st_ino == m->ino && major(st->st_dev) == m->dev_major &&
-	       minor(st->st_dev) == m->dev_minor;
+	if (st->st_ino == m->ino && major(st->st_dev) == m->dev_major &&
+	    minor(st->st_dev) == m->dev_minor)
+		return SAME;
+	return OTHER;
 }
 
 /*
  * Is fd the file the kernel had mapped as m?  Another may be there by
  * now (a process can map any file at m's range after its maps were
  * read), even one with m's inode number on another filesystem.  Asked of
- * the kernel: fd mapped here shows the device and inode that maps lines
- * and the BPF walks show, which stat does not on btrfs or overlayfs.
+ * the kernel: fd mapped here shows the device and inode maps lines show,
+ * which stat does not on btrfs or overlayfs.  Walks (by_inode) key by the
+ * mapped inode's own device, which is the maps line's but on overlayfs
+ * since 6.8 (maps show the overlay's): there the inode number alone
+ * must do.  One page, or one huge page, never touched nor reserved.
  */
-static bool is_mapped_file(int fd, const struct wc_proc_map *m,
-			   const struct stat *st)
+static enum same kernel_same(int fd, const struct wc_proc_map *m, bool by_inode,
+			     const struct stat *st)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *at = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0);
+	size_t len = (size_t)sysconf(_SC_PAGESIZE);
 	struct wc_proc_map own;
-	bool vdso, same;
+	struct statfs fs;
+	enum same same;
+	bool vdso;
+	void *at;
 
+	if (st->st_blksize > 0 && (size_t)st->st_blksize > len &&
+	    (size_t)st->st_blksize <= (1u << 30))
+		len = (size_t)st->st_blksize;
+	at = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
 	if (at == MAP_FAILED)
-		return is_map_file(m, st);
-	same = own_mapping((uintptr_t)at, &own, &vdso) == 0 &&
-	       own.ino == m->ino && own.dev_major == m->dev_major &&
-	       own.dev_minor == m->dev_minor;
-	munmap(at, page);
+		return stat_same(m, st);
+	if (own_mapping((uintptr_t)at, &own, &vdso))
+		same = UNKNOWN;
+	else if (own.ino != m->ino)
+		same = OTHER;
+	else if (own.dev_major == m->dev_major && own.dev_minor == m->dev_minor)
+		same = SAME;
+	else if (by_inode && fstatfs(fd, &fs) == 0 &&
+		 fs.f_type == OVERLAYFS_SUPER_MAGIC)
+		same = SAME;
+	else
+		same = OTHER;
+	munmap(at, len);
 	return same;
 }
 
-/* Open the file behind mapping m of pid: map_files first (deleted files,
- * other mount namespaces), else the path in its root.  Either must still
- * be m's file: else -1 with errno ESTALE. */
-static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
-		       const struct wc_proc_map *m, struct stat *st)
+/* What open_mapped() opens must be. */
+struct expect {
+	const struct wc_proc_map *m;
+	const struct wc_fetch_file *f; /* map_files' stat of it, or NULL */
+	bool by_inode; /* m's device is the inode's own (a walk's key) */
+};
+
+static enum same is_expected(int fd, const struct expect *x,
+			     const struct stat *st)
 {
+	const struct wc_fetch_file *f = x->f;
+
+	/* the stat the caller keyed the file by, where it has one */
+	if (f && f->known &&
+	    ((uint64_t)st->st_dev != f->dev ||
+	     (uint64_t)st->st_size != f->size ||
+	     (uint64_t)st->st_mtim.tv_sec * 1000000000ULL +
+			     (uint64_t)st->st_mtim.tv_nsec !=
+		     f->mtime_ns))
+		return OTHER;
+	return kernel_same(fd, x->m, x->by_inode, st);
+}
+
+/* Open the file behind mapping x->m of pid: map_files first (deleted
+ * files, other mount namespaces), else the path in its root.  Either
+ * must be the file expected: else -1 with errno ESTALE where map_files
+ * showed another (the process mapped one there since: ask again), ENOENT
+ * where the path now names another (a file deleted and replaced), EIO if
+ * it could not be told. */
+static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
+		       const struct expect *x, struct stat *st)
+{
+	const struct wc_proc_map *m = x->m;
+	bool by_path = false;
+	enum same same;
 	int fd;
 
 	fd = wc_proc_open_map_file(c->proc_root, pid, m->start, m->end, st);
@@ -291,16 +343,19 @@ static int open_mapped(struct wc_fetch_ctx *c, pid_t pid,
 		return -1;
 	}
 	if (fd < 0 && m->path[0] == '/') {
+		by_path = true;
 		fd = wc_proc_open_in_root(c->proc_root, pid, m->path, 0, st);
 		if (fd < 0 && errno == EINVAL)
 			c->refused++;
 	}
-	if (fd >= 0 && !is_mapped_file(fd, m, st)) {
-		close(fd);
-		errno = ESTALE;
+	if (fd < 0)
 		return -1;
-	}
-	return fd;
+	same = is_expected(fd, x, st);
+	if (same == SAME)
+		return fd;
+	close(fd);
+	errno = same == UNKNOWN ? EIO : by_path ? ENOENT : ESTALE;
+	return -1;
 }
 
 static void image_of(struct wc_elf *e, const struct stat *st,
@@ -316,15 +371,21 @@ static void image_of(struct wc_elf *e, const struct stat *st,
 }
 
 int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
-		   const struct wc_proc_map *m, struct wc_fetch_image *out)
+		   const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		   struct wc_fetch_image *out)
 {
+	const struct expect x = {.m = m, .f = f};
 	struct wc_elf_info info;
 	struct stat st;
 	struct wc_elf e;
-	int fd = open_mapped(c, pid, m, &st);
+	int fd = open_mapped(c, pid, &x, &st);
 
-	if (fd < 0 || wc_elf_open_fd(&e, fd))
+	if (fd < 0)
 		return -1;
+	if (wc_elf_open_fd(&e, fd)) {
+		errno = EINVAL;
+		return -1;
+	}
 	image_of(&e, &st, out, &info);
 	wc_elf_close(&e);
 	return 0;
@@ -479,7 +540,8 @@ int wc_fetch_cfi(struct wc_fetch_ctx *c, pid_t pid, const struct wc_proc_map *m,
 
 	memset(out, 0, sizeof(*out));
 	/* A table is kept under m's key: never another file's (ESTALE). */
-	fd = open_mapped(c, pid, m, &st);
+	fd = open_mapped(c, pid,
+			 &(const struct expect){.m = m, .by_inode = true}, &st);
 	if (fd < 0) {
 		if (errno != ESTALE)
 			errno = c->refused != refused ? EACCES : ESRCH;
@@ -562,25 +624,35 @@ static int finish(struct wc_symtab *t)
 }
 
 int wc_fetch_symbols(struct wc_fetch_ctx *c, pid_t pid,
-		     const struct wc_proc_map *m, struct wc_symtab *t)
+		     const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		     struct wc_symtab *t)
 {
+	const struct expect x = {.m = m, .f = f};
 	struct wc_elf_info info;
 	struct debug_ctx d = {
 		.c = c, .pid = pid, .path = m->path, .info = &info};
 	struct wc_fetch_image img;
 	struct stat st;
 	struct wc_elf e;
-	int fd = open_mapped(c, pid, m, &st);
+	int fd = open_mapped(c, pid, &x, &st);
 
-	if (fd < 0 || wc_elf_open_fd(&e, fd))
+	if (fd < 0)
 		return -1;
+	if (wc_elf_open_fd(&e, fd)) {
+		errno = EINVAL;
+		return -1;
+	}
 	image_of(&e, &st, &img, &info);
 	d.dev = st.st_dev;
 	d.ino = st.st_ino;
 	d.owner = st.st_uid;
 	load_symbols(&d, &e, t);
 	wc_elf_close(&e);
-	return finish(t);
+	if (finish(t)) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
 }
 
 /* Our own vdso's image into buf if it is len bytes: the stand-in when a

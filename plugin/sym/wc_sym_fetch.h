@@ -88,17 +88,21 @@ struct wc_fetch_image {
 };
 
 /* The image of mapping m of pid, opened through map_files, else its path
- * in the process's root; either only if the kernel has that file mapped
- * as m.  0, or -1 if it cannot be opened, is refused, or is no ELF file
- * (errno ESTALE: another file is at m's range now). */
+ * in the process's root; either only if it is the file m's line showed
+ * (and, if f knows it, the one its stat showed).  0, or -1 with errno:
+ * ESTALE (another file is at m's range now: ask again later), ENOENT
+ * (the path names another file now), EINVAL (no ELF file), or the
+ * open's. */
 int wc_fetch_image(struct wc_fetch_ctx *c, pid_t pid,
-		   const struct wc_proc_map *m, struct wc_fetch_image *out);
+		   const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		   struct wc_fetch_image *out);
 
 /* Its function symbols into t (initialised by the caller with its budget,
  * finished here): .symtab, else a debug file's, else .dynsym.  0, or -1
- * (t is then empty; errno as above). */
+ * (t is then empty; errno as above, ENOENT also for no symbols). */
 int wc_fetch_symbols(struct wc_fetch_ctx *c, pid_t pid,
-		     const struct wc_proc_map *m, struct wc_symtab *t);
+		     const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		     struct wc_symtab *t);
 
 /* pid's vdso at [start, end): its image into *image (end - start bytes,
  * the caller's to free: what tells one image from another, since a
@@ -111,7 +115,8 @@ int wc_fetch_vdso(struct wc_fetch_ctx *c, pid_t pid, uint64_t start,
 #define WC_FETCH_VDSO_MAX (1024 * 1024)
 
 /*
- * The unwind table of mapping m of pid (wc_sym_cfi), from the file the
+ * The unwind table of mapping m of pid (wc_sym_cfi), m's device being
+ * its inode's own (what a walk keys tables by), from the file the
  * mapping shows now and the .debug_frame of its debug file if it has one
  * (found as for symbols: by build-id, or by .gnu_debuglink when m has a
  * path), under lim.  0, or -1 with errno: ESRCH (the process

@@ -366,11 +366,16 @@ static bool again(int err)
 static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 		      const struct wc_proc_map *m)
 {
+	/* what the module is keyed by: the file read must be that one */
+	const struct wc_fetch_file f = {.size = mod->size,
+					.mtime_ns = mod->mtime_ns,
+					.dev = mod->dev,
+					.known = mod->known};
 	struct wc_fetch_image img;
 	struct wc_mod_table *t;
 
 	c->st.misses++;
-	if (wc_sym_src_image(c->o.src, pid, m, &img)) {
+	if (wc_sym_src_image(c->o.src, pid, m, &f, &img)) {
 		if (again(errno))
 			unread(c, mod);
 		return;
@@ -379,7 +384,7 @@ static void read_file(struct wc_mod_cache *c, struct wc_mod *mod, pid_t pid,
 	t = table_by_build_id(c, img.build_id, img.build_id_len, img.owner);
 	if (!t) {
 		t = table_new(c, &img, true);
-		if (t && wc_sym_src_symbols(c->o.src, pid, m, &t->syms) &&
+		if (t && wc_sym_src_symbols(c->o.src, pid, m, &f, &t->syms) &&
 		    again(errno)) {
 			table_free(c, t);
 			unread(c, mod);

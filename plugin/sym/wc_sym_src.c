@@ -660,18 +660,20 @@ static void put_file(struct wc_sym_src *s, enum wc_wire_op op, pid_t pid,
 }
 
 int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
-		     const struct wc_proc_map *m, struct wc_fetch_image *out)
+		     const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		     struct wc_fetch_image *out)
 {
 	struct culprit c;
 	struct wc_rbuf r;
 	int rc;
 
 	if (!s->helper) {
-		rc = wc_fetch_image(&s->ctx, pid, m, out);
+		rc = wc_fetch_image(&s->ctx, pid, m, f, out);
 		add_counts(s);
 		return rc;
 	}
 	put_file(s, WC_OP_IMAGE, pid, m, &c);
+	wc_wire_put_file(&s->req, f);
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_image(&r, out))
 		return broken(s, &c);
@@ -679,18 +681,20 @@ int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
 }
 
 int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
-		       const struct wc_proc_map *m, struct wc_symtab *t)
+		       const struct wc_proc_map *m,
+		       const struct wc_fetch_file *f, struct wc_symtab *t)
 {
 	struct culprit c;
 	struct wc_rbuf r;
 	int rc;
 
 	if (!s->helper) {
-		rc = wc_fetch_symbols(&s->ctx, pid, m, t);
+		rc = wc_fetch_symbols(&s->ctx, pid, m, f, t);
 		add_counts(s);
 		return rc;
 	}
 	put_file(s, WC_OP_SYMBOLS, pid, m, &c);
+	wc_wire_put_file(&s->req, f);
 	wc_wbuf_u64(&s->req, t->max_bytes);
 	rc = call(s, &c, &r);
 	if (rc == 0 && !wc_wire_get_symtab(&r, t))

@@ -63,9 +63,11 @@ void wc_sym_src_free(struct wc_sym_src *s);
 int wc_sym_src_maps(struct wc_sym_src *s, pid_t pid, uint64_t known_sig,
 		    struct wc_fetch_maps *out);
 int wc_sym_src_image(struct wc_sym_src *s, pid_t pid,
-		     const struct wc_proc_map *m, struct wc_fetch_image *out);
+		     const struct wc_proc_map *m, const struct wc_fetch_file *f,
+		     struct wc_fetch_image *out);
 int wc_sym_src_symbols(struct wc_sym_src *s, pid_t pid,
-		       const struct wc_proc_map *m, struct wc_symtab *t);
+		       const struct wc_proc_map *m,
+		       const struct wc_fetch_file *f, struct wc_symtab *t);
 int wc_sym_src_vdso(struct wc_sym_src *s, pid_t pid, uint64_t start,
 		    uint64_t end, char **image, struct wc_fetch_image *img,
 		    struct wc_symtab *t);

@@ -167,6 +167,22 @@ bool wc_wire_get_map(struct wc_rbuf *r, struct wc_proc_map *m)
 	return m->end > m->start;
 }
 
+void wc_wire_put_file(struct wc_wbuf *b, const struct wc_fetch_file *f)
+{
+	wc_wbuf_u64(b, f->size);
+	wc_wbuf_u64(b, f->mtime_ns);
+	wc_wbuf_u64(b, f->dev);
+	wc_wbuf_u32(b, f->known);
+}
+
+void wc_wire_get_file(struct wc_rbuf *r, struct wc_fetch_file *f)
+{
+	f->size = wc_rbuf_u64(r);
+	f->mtime_ns = wc_rbuf_u64(r);
+	f->dev = wc_rbuf_u64(r);
+	f->known = wc_rbuf_u32(r) != 0;
+}
+
 void wc_wire_put_maps(struct wc_wbuf *b, const struct wc_fetch_maps *m)
 {
 	size_t i;
@@ -178,10 +194,7 @@ void wc_wire_put_maps(struct wc_wbuf *b, const struct wc_fetch_maps *m)
 	wc_wbuf_u32(b, (uint32_t)m->n);
 	for (i = 0; i < m->n; i++) {
 		wc_wire_put_map(b, &m->maps[i]);
-		wc_wbuf_u64(b, m->files[i].size);
-		wc_wbuf_u64(b, m->files[i].mtime_ns);
-		wc_wbuf_u64(b, m->files[i].dev);
-		wc_wbuf_u32(b, m->files[i].known);
+		wc_wire_put_file(b, &m->files[i]);
 	}
 }
 
@@ -227,10 +240,7 @@ bool wc_wire_get_maps(struct wc_rbuf *r, struct wc_fetch_maps *out)
 	for (i = 0; i < n; i++) {
 		if (!wc_wire_get_map(r, &out->maps[i]))
 			goto fail;
-		out->files[i].size = wc_rbuf_u64(r);
-		out->files[i].mtime_ns = wc_rbuf_u64(r);
-		out->files[i].dev = wc_rbuf_u64(r);
-		out->files[i].known = wc_rbuf_u32(r) != 0;
+		wc_wire_get_file(r, &out->files[i]);
 		/* in address order, as the symbolizer searches them */
 		if (i && out->maps[i].start < out->maps[i - 1].end)
 			goto fail;

@@ -24,8 +24,8 @@
 
 enum wc_wire_op {
 	WC_OP_MAPS = 1, /* pid, known sig -> maps */
-	WC_OP_IMAGE,	/* pid, map -> image */
-	WC_OP_SYMBOLS,	/* pid, map, budget -> table */
+	WC_OP_IMAGE,	/* pid, map, file -> image */
+	WC_OP_SYMBOLS,	/* pid, map, file, budget -> table */
 	WC_OP_VDSO,	/* pid, start, end, budget -> hash, image, table */
 	WC_OP_PERFMAP,	/* pid, nspid, euid, known id, budget -> id, table */
 	WC_OP_CFI,	/* pid, map, limits -> unwind table */
@@ -78,6 +78,8 @@ void wc_rbuf_align8(struct wc_rbuf *r);
  * decoded, points into the reader's buffer. */
 void wc_wire_put_map(struct wc_wbuf *b, const struct wc_proc_map *m);
 bool wc_wire_get_map(struct wc_rbuf *r, struct wc_proc_map *m);
+void wc_wire_put_file(struct wc_wbuf *b, const struct wc_fetch_file *f);
+void wc_wire_get_file(struct wc_rbuf *r, struct wc_fetch_file *f);
 void wc_wire_put_maps(struct wc_wbuf *b, const struct wc_fetch_maps *m);
 /* Into *out, whose arrays then belong to the caller. */
 bool wc_wire_get_maps(struct wc_rbuf *r, struct wc_fetch_maps *out);

@@ -77,11 +77,15 @@ static int op_image(struct wc_rbuf *r, struct wc_wbuf *out)
 {
 	pid_t pid = (pid_t)wc_rbuf_u32(r);
 	struct wc_fetch_image img;
+	struct wc_fetch_file f;
 	struct wc_proc_map m;
 
 	if (!wc_wire_get_map(r, &m))
 		return -1;
-	if (wc_fetch_image(&ctx, pid, &m, &img))
+	wc_wire_get_file(r, &f);
+	if (r->failed)
+		return -1;
+	if (wc_fetch_image(&ctx, pid, &m, &f, &img))
 		return stale_or_gone();
 	wc_wire_put_image(out, &img);
 	return 0;
@@ -90,16 +94,18 @@ static int op_image(struct wc_rbuf *r, struct wc_wbuf *out)
 static int op_symbols(struct wc_rbuf *r, struct wc_wbuf *out)
 {
 	pid_t pid = (pid_t)wc_rbuf_u32(r);
+	struct wc_fetch_file f;
 	struct wc_proc_map m;
 	struct wc_symtab t;
 	int rc;
 
 	if (!wc_wire_get_map(r, &m))
 		return -1;
+	wc_wire_get_file(r, &f);
 	wc_symtab_init(&t, budget_of(r), WC_FETCH_UNSIZED_MAX);
 	if (r->failed)
 		return -1;
-	rc = wc_fetch_symbols(&ctx, pid, &m, &t);
+	rc = wc_fetch_symbols(&ctx, pid, &m, &f, &t);
 	if (rc == 0)
 		wc_wire_put_symtab(out, &t);
 	wc_symtab_free(&t);

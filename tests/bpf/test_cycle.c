@@ -84,7 +84,6 @@ static int count_files(const char *dir, const char *suffix)
 	return n;
 }
 
-/* Programs named wc_* loaded now, by anyone. */
 /* A whole life of an engine; the programs it loaded into ids, *n. */
 static void run_cycle(struct wc_config *cfg, int *flushes, __u32 *ids, int *n)
 {
@@ -128,7 +127,7 @@ static void test_whole_life(void)
 	char dir[] = "/var/tmp/wc-cycle-XXXXXX", spool[64];
 	struct wc_config cfg;
 	int flushes = 0, n = 0;
-	__u32 ids[64];
+	__u32 ids[64], before;
 
 	if (geteuid() != 0)
 		SKIP("needs root (BPF)");
@@ -137,13 +136,16 @@ static void test_whole_life(void)
 	wc_config_init(&cfg);
 	snprintf(cfg.spool_dir, sizeof(cfg.spool_dir), "%s", spool);
 	cfg.flush_interval_s = 2;
+	before = newest_program();
 	run_cycle(&cfg, &flushes, ids, &n);
 	printf("# %d flushes, %d folded files, %d flame graphs\n", flushes,
 	       count_files(spool, ".folded"), count_files(spool, ".svg"));
 	CHECK(flushes >= 2 && count_files(spool, ".folded") == flushes &&
 	      count_files(spool, ".svg") == flushes);
-	/* closed: its programs go with their last descriptor */
+	/* closed: its programs go with their last descriptor, and none it
+	 * loaded for a moment is left held by no one */
 	CHECK(n > 0 && still_loaded(ids, n) == 0);
+	CHECK(unheld_programs_after(before) == 0);
 	wc_config_free(&cfg);
 	{
 		char cmd[128];

@@ -737,10 +737,11 @@ static void test_close_unloads_everything(void)
 {
 	struct wc_config cfg;
 	struct wc_engine *e;
-	__u32 ids[64];
+	__u32 ids[64], before;
 	int n;
 
 	NEED_ROOT();
+	before = newest_program();
 	e = open_engine(&cfg, false);
 	CHECK(e != NULL);
 	if (!e)
@@ -753,6 +754,7 @@ static void test_close_unloads_everything(void)
 	wc_engine_close(e);
 	wc_config_free(&cfg);
 	CHECK(held_programs(ids + n, 64 - n) == 0 && still_loaded(ids, n) == 0);
+	CHECK(unheld_programs_after(before) == 0);
 }
 
 static uint64_t real_ns(void)

@@ -13,12 +13,11 @@ other finds a wrong caller.  A real collectd with UserStackUnwinding
 - every complete stack through the libraries is main, uw_remap_loop
   and the library (a row of the other library finds a caller that only
   looks right: a return address calls left on the stack);
-- at least 80 % of the time in the libraries has a complete stack, once
+- at least 70 % of the time in the libraries has a complete stack, once
   the tables are in (a walk learns one new mapping; each swap is one);
 - collectd keeps dispatching every interval and exits cleanly.
 """
 import os
-import shutil
 import subprocess
 import time
 
@@ -121,8 +120,8 @@ with Env("remap") as env:
     case("no complete stack through the libraries has other callers than "
          "main and uw_remap_loop",
          total > 0 and not wrong, "\n".join(wrong[:10]))
-    case("at least 80 % of the time in the libraries has a complete stack",
-         total > 2e6 and good >= 0.8 * total,
+    case("at least 70 % of the time in the libraries has a complete stack",
+         total > 2e6 and good >= 0.7 * total,
          f"{good} of {total} us\n" + "\n".join(
              f"{';'.join(fr)} {v}" for fr, v in
              sorted(lines, key=lambda x: -x[1])[:10]))

@@ -62,10 +62,12 @@ with Env("storm") as env:
           f" {exits:.0f} exits seen, {dropped:.0f} dropped, ring at most "
           f"{fill:.0f}% full, reads up to {max(reads) * 1e3:.0f} ms, RSS "
           f"{rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MiB")
-    # the premise, not the plugin: beside CPU hogs this VM's storm once
-    # made 8,616 a second, still the rate the review found drops at
-    case("the storm ran at 8,000 threads a second or more",
-         made >= 0.8 * RATE * SECONDS, f"{made}")
+    # the premise, not the plugin: a storm the old exit ring could not
+    # hold (it passed 4,400 exits a second at most: 264,023 of 576,923
+    # in the review's minute).  Beside two CPU hogs and the 6.1 guest this
+    # VM's makers reach 7,700-8,600 a second, not the 10,000 asked.
+    case("the storm ran at 6,000 threads a second or more",
+         made >= 0.6 * RATE * SECONDS, f"{made}")
     case("no final record dropped", dropped == 0, f"{dropped:.0f}")
     case("every thread made is seen exiting", exits >= made,
          f"{exits:.0f} exits, {made} threads")

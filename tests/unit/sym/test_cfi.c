@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -658,6 +661,88 @@ out:
 	close_file(&f);
 }
 
+/* In a mount namespace of its own: a fixture run from an overlayfs (as
+ * in a container) whose lower layer is a tmpfs.  Since 6.8 its maps
+ * line shows the overlay's device, while a walk keys its table by the
+ * inode's own (the layer's); its table is still fetched under that key,
+ * and not under another inode number.  0 if all held. */
+static int overlay_child(void)
+{
+	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
+	struct wc_fetch_ctx ctx = {.proc_root = "/proc"};
+	struct wc_fetch_maps maps = {0};
+	struct cfi_running p = {.pid = -1};
+	struct wc_cfi_table got = {0};
+	char dir[PATH_MAX], cmd[3 * PATH_MAX], opts[4 * PATH_MAX];
+	struct wc_proc_map m, key;
+	struct stat st;
+
+	fmt(dir, sizeof(dir), "%s/ovl", fxdir);
+	fmt(cmd, sizeof(cmd), "mkdir -p '%s' && cd '%s' && mkdir l u w m", dir,
+	    dir);
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    system(cmd) != 0)
+		return 2;
+	fmt(cmd, sizeof(cmd), "%s/l", dir);
+	if (mount("tmpfs", cmd, "tmpfs", 0, "size=16m"))
+		return 2;
+	fmt(cmd, sizeof(cmd), "cp '%s/cfx_nofp' '%s/l/'", fxdir, dir);
+	fmt(opts, sizeof(opts), "lowerdir=%s/l,upperdir=%s/u,workdir=%s/w", dir,
+	    dir, dir);
+	if (system(cmd) != 0)
+		return 2;
+	fmt(cmd, sizeof(cmd), "%s/m", dir);
+	if (mount("overlay", cmd, "overlay", 0, opts))
+		return 3; /* no overlayfs here */
+	fmt(cmd, sizeof(cmd), "%s/m/cfx_nofp", dir);
+	if (!cfi_start(&p, cmd) ||
+	    !cfi_exec_map(p.pid, "/m/cfx_nofp", &maps, &m)) {
+		CHECK(!"fixture started from the overlay");
+		goto out;
+	}
+	fmt(cmd, sizeof(cmd), "%s/l/cfx_nofp", dir);
+	CHECK(stat(cmd, &st) == 0);
+	key = m;
+	key.dev_major = major(st.st_dev);
+	key.dev_minor = minor(st.st_dev);
+	printf("# overlay: maps show %u:%u, the walk's key %u:%u, inode %llu\n",
+	       m.dev_major, m.dev_minor, key.dev_major, key.dev_minor,
+	       (unsigned long long)m.ino);
+	CHECK(wc_fetch_cfi(&ctx, p.pid, &key, &lim, &got) == 0 && got.n > 0);
+	wc_cfi_free(&got);
+	key.ino++;
+	CHECK(wc_fetch_cfi(&ctx, p.pid, &key, &lim, &got) == -1 &&
+	      errno == ESTALE);
+out:
+	wc_fetch_maps_free(&maps);
+	cfi_stop(&p);
+	return check_cur_failed;
+}
+
+static void test_overlay(void)
+{
+	pid_t pid;
+	int status = 0;
+
+	if (*fx_skip)
+		SKIP(fx_skip);
+	if (geteuid() != 0)
+		SKIP("needs root (a mount namespace, overlayfs)");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int rc = overlay_child();
+
+		fflush(stdout);
+		_exit(rc);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+	if (WEXITSTATUS(status) == 3)
+		SKIP("overlayfs cannot be mounted here");
+	CHECK(WEXITSTATUS(status) == 0);
+}
+
 static int dump(const char *path)
 {
 	struct wc_cfi_limits lim = WC_CFI_LIMITS_DEFAULT;
@@ -696,6 +781,7 @@ int main(int argc, char **argv)
 	RUN(test_fde_rows_max);
 	RUN(test_corrupt);
 	RUN(test_fetch);
+	RUN(test_overlay);
 	RUN(test_debug_frame);
 	RUN(test_debuglink_frame);
 	if (!*fx_skip)

@@ -1531,8 +1531,6 @@ static void test_helper_ends_with_parent(void)
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-/* A file not read for want of time (the caller's budget spent, or the
- * helper stopped) is read when next needed, not left without names. */
 /* A module cache over a source, and the mapping of fx_pie in a fixture:
  * what the tests of reading a module again share. */
 struct mod_rig {
@@ -1607,6 +1605,8 @@ static void allow_all(struct mod_rig *r, const void *arg)
 	wc_sym_src_allow(r->src, WC_SYM_UNLIMITED);
 }
 
+/* A file not read for want of time (the caller's budget spent, or the
+ * helper stopped) is read when next needed, not left without names. */
 static void test_unread_retried(void)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
@@ -1886,14 +1886,6 @@ static int fake_map_file(const char *fake, pid_t pid,
 	return symlink(target, link);
 }
 
-/*
- * Another file at a mapping's place when it is opened (a process may map
- * one there after its maps were read) is not read as the mapping's file:
- * its names would be kept for the file it replaced, for every process
- * mapping that.  Read again later, the mapping's own file is.  A proc
- * root of our making, whose map_files entry names another file, stands
- * in for the process; in collectd and in the helper.
- */
 /* arg: the fake proc root and the real file's path. */
 static void map_the_real_file(struct mod_rig *r, const void *arg)
 {
@@ -1902,6 +1894,14 @@ static void map_the_real_file(struct mod_rig *r, const void *arg)
 	CHECK(fake_map_file(at[0], r->pid, r->m, at[1]) == 0);
 }
 
+/*
+ * Another file at a mapping's place when it is opened (a process may map
+ * one there after its maps were read) is not read as the mapping's file:
+ * its names would be kept for the file it replaced, for every process
+ * mapping that.  Read again later, the mapping's own file is.  A proc
+ * root of our making, whose map_files entry names another file, stands
+ * in for the process; in collectd and in the helper.
+ */
 static void remapped_file(const char *helper)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
@@ -1926,6 +1926,61 @@ static void remapped_file(const char *helper)
 		CHECK(!"module rig");
 	}
 	mod_rig_close(&r);
+	fx_stop(&f);
+}
+
+/*
+ * A module is keyed by what map_files' stat showed when the maps were
+ * read; the file read for it must be that one too, not only the one the
+ * maps line shows: between the two a process may have swapped in a file
+ * of its own with the other's inode number, and swapped back.
+ */
+static void test_expected_file(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_fetch_ctx c = {.proc_root = "/proc"};
+	struct wc_fetch_file want, other;
+	struct wc_fetch_image img;
+	struct wc_proc_map moved;
+	struct wc_fetch_maps fm;
+	struct wc_symtab t;
+	struct fixture f;
+	size_t i;
+	int k;
+
+	NEED_FIXTURES();
+	if (!fx_start(&f, argv)) {
+		CHECK(!"fixture started");
+		return;
+	}
+	CHECK(wc_fetch_maps(&c, f.pid, 0, &fm) == 0);
+	for (i = 0; i < fm.n && !strstr(fm.maps[i].path, "/fx_pie"); i++)
+		;
+	CHECK(i < fm.n && fm.files[i].known);
+	if (i < fm.n) {
+		want = fm.files[i];
+		CHECK(wc_fetch_image(&c, f.pid, &fm.maps[i], &want, &img) == 0);
+		for (k = 0; k < 3; k++) {
+			other = want;
+			other.size += k == 0;
+			other.mtime_ns += k == 1;
+			other.dev ^= k == 2;
+			CHECK(wc_fetch_image(&c, f.pid, &fm.maps[i], &other,
+					     &img) == -1 &&
+			      errno == ESTALE);
+		}
+		wc_symtab_init(&t, 1 << 20, WC_FETCH_UNSIZED_MAX);
+		CHECK(wc_fetch_symbols(&c, f.pid, &fm.maps[i], &other, &t) ==
+			      -1 &&
+		      errno == ESTALE);
+		wc_symtab_free(&t);
+		/* what the kernel shows is checked as well */
+		moved = fm.maps[i];
+		moved.dev_minor ^= 1;
+		CHECK(wc_fetch_image(&c, f.pid, &moved, NULL, &img) == -1 &&
+		      errno == ESTALE);
+	}
+	wc_fetch_maps_free(&fm);
 	fx_stop(&f);
 }
 
@@ -2546,6 +2601,7 @@ int main(void)
 	RUN(test_vdso);
 	RUN(test_mount_namespace);
 	RUN(test_remapped_file);
+	RUN(test_expected_file);
 	RUN(test_sharing);
 	RUN(test_places);
 	RUN(test_lru);
