@@ -33,7 +33,7 @@ enum wc_wire_op {
 
 /* The helper is started with it, and exits with WC_WIRE_EXIT_VERSION if
  * it speaks another (a plugin upgraded without its helper). */
-#define WC_WIRE_VERSION 2
+#define WC_WIRE_VERSION 3
 #define WC_WIRE_EXIT_VERSION 3
 
 #define WC_WIRE_REQ_HEAD 8
