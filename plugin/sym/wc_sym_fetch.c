@@ -100,6 +100,16 @@ static int keep_path(struct gather *g, const struct wc_proc_map *pm, size_t *at)
 	return 0;
 }
 
+/* What a stat of a mapped file says of it, as modules are keyed. */
+static void file_of_stat(const struct stat *st, struct wc_fetch_file *f)
+{
+	f->size = (uint64_t)st->st_size;
+	f->mtime_ns = (uint64_t)st->st_mtim.tv_sec * 1000000000ULL +
+		      (uint64_t)st->st_mtim.tv_nsec;
+	f->dev = (uint64_t)st->st_dev;
+	f->known = true;
+}
+
 /* The identity of a mapped file, looked at once per read whatever its
  * number of mappings (a stat through map_files costs 10 us: a process
  * mapping one file 30,000 times would cost a third of a second). */
@@ -120,13 +130,8 @@ static void file_of(struct gather *g, const struct wc_proc_map *pm,
 		return;
 	}
 	if (wc_proc_stat_map_file(g->c->proc_root, g->pid, pm->start, pm->end,
-				  &st) == 0) {
-		f->size = (uint64_t)st.st_size;
-		f->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
-			      (uint64_t)st.st_mtim.tv_nsec;
-		f->dev = (uint64_t)st.st_dev;
-		f->known = true;
-	}
+				  &st) == 0)
+		file_of_stat(&st, f);
 	*e = (struct seen_file){dev, pm->ino, *f, true};
 }
 
@@ -311,14 +316,13 @@ static enum same is_expected(int fd, const struct expect *x,
 			     const struct stat *st)
 {
 	const struct wc_fetch_file *f = x->f;
+	struct wc_fetch_file now;
 
 	/* the stat the caller keyed the file by, where it has one */
+	file_of_stat(st, &now);
 	if (f && f->known &&
-	    ((uint64_t)st->st_dev != f->dev ||
-	     (uint64_t)st->st_size != f->size ||
-	     (uint64_t)st->st_mtim.tv_sec * 1000000000ULL +
-			     (uint64_t)st->st_mtim.tv_nsec !=
-		     f->mtime_ns))
+	    (now.dev != f->dev || now.size != f->size ||
+	     now.mtime_ns != f->mtime_ns))
 		return OTHER;
 	return kernel_same(fd, x->m, x->by_inode, st);
 }
