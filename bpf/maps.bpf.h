@@ -288,6 +288,15 @@ __u64 window_start_ns;
  * run. */
 __u32 wait_walks;
 
+/* Set by user space while its stacks could not be written (the spool is
+ * another writer's): none are taken, as if stacks were off. */
+__u32 stacks_paused;
+
+static __always_inline bool stacks_live(void)
+{
+	return stacks_enabled && !*(volatile __u32 *)&stacks_paused;
+}
+
 static __always_inline void count_n(enum wc_counter c, __u64 n)
 {
 	__u32 zero = 0;

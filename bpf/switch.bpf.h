@@ -129,7 +129,7 @@ static __always_inline bool quick_out(struct task_struct *prev, struct quick *q,
 		return false;
 	if (!q || q->key != key || (q->flags & Q_PENDING))
 		return false;
-	if (stacks_enabled && state == WC_SLEEP && !(q->flags & Q_QUIET) &&
+	if (stacks_live() && state == WC_SLEEP && !(q->flags & Q_QUIET) &&
 	    !at_quiet_place(prev, q->quiet_key))
 		return false;
 	arrived = prev->sched_info.last_arrival;
@@ -195,7 +195,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev,
 		publish(q, key, prev, t, now, true);
 		return;
 	}
-	if (stacks_enabled && (state == WC_SLEEP || state == WC_BLOCKED) &&
+	if (stacks_live() && (state == WC_SLEEP || state == WC_BLOCKED) &&
 	    !(t->learned && !t->loud))
 		park(ctx, prev, t);
 	publish(q, key, prev, t, now, false);
@@ -221,7 +221,7 @@ static __always_inline void switch_in(struct task_struct *next, __u64 now)
 	__u32 st, uncharged;
 	bool mine;
 
-	if (!stacks_enabled)
+	if (!stacks_live())
 		return;
 	woken = next->sched_info.last_queued;
 	if (!woken || woken > now)

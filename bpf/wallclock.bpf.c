@@ -73,7 +73,7 @@ int BPF_PROG(wc_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	/* without stacks a switch-in has nothing to do */
-	bool out = profiled(prev), in = stacks_enabled && profiled(next);
+	bool out = profiled(prev), in = stacks_live() && profiled(next);
 	__u64 now;
 
 	/* kernel threads and idle, when not profiled, pay for nothing more */
@@ -136,7 +136,7 @@ int wc_sample(struct bpf_perf_event_data *ctx)
 		n = 0;
 	}
 	t->samples += n;
-	if (stacks_enabled)
+	if (stacks_live())
 		sample_stacks(ctx, task, t);
 	count_n(WC_CNT_SAMPLES, n);
 	if (n > 1)
@@ -167,7 +167,7 @@ int wc_waits(struct bpf_iter__task *ctx)
 	struct task_struct *task = ctx->task;
 	struct wc_task *t;
 
-	if (!task || !stacks_enabled || !profiled(task))
+	if (!task || !stacks_live() || !profiled(task))
 		return 0;
 	t = bpf_task_storage_get(&tasks, task, 0, 0);
 	if (t && t->state != WC_DEAD)

@@ -300,8 +300,11 @@ static int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	err[0] = '\0';
-	if (wc_engine_open(&cfg, &e, err, sizeof(err))) {
-		fprintf(stderr, "wallclock: cannot start: %s\n", err);
+	rc = wc_engine_open(&cfg, &e, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "wallclock: cannot start: %s%s\n", err,
+			rc == -EACCES ? "; run it as root: sudo wallclock ..."
+				      : "");
 		wc_config_free(&cfg);
 		return 1;
 	}

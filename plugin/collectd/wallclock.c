@@ -17,6 +17,7 @@
 #include "collectd/core/utils/common/common.h"
 
 #include <bpf/libbpf.h>
+#include <errno.h>
 #include <pthread.h>
 
 #include "engine/wc_engine.h"
@@ -402,23 +403,37 @@ static int register_drain(const char *name, const struct drain *d, double every)
 					    DOUBLE_TO_CDTIME_T(every), &ud);
 }
 
+/* rc -EACCES: the process lacks the capabilities, which a service gets
+ * from its settings. */
+static int not_started(const char *err, int rc)
+{
+	ERROR(PLUGIN " plugin: not started: %s%s. The rest of collectd keeps "
+		     "running.",
+	      err,
+	      rc == -EACCES ? "; run collectd as root with its full capability "
+			      "set, or grant CAP_BPF and CAP_PERFMON in its "
+			      "service's CapabilityBoundingSet and "
+			      "AmbientCapabilities"
+			    : "");
+	return 0;
+}
+
 static int wc_init_cb(void)
 {
 	struct wc_self_stats s;
 	char err[1024];
+	int rc;
 
 	libbpf_set_print(libbpf_sink);
 	/* On failure report success anyway: collectd 5.12 remembers a failed
 	 * init and exits 1 at shutdown, which service managers record as a
 	 * failure of the whole daemon.  Without a read callback the plugin is
 	 * simply off; the error says why. */
-	if ((!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err))) ||
-	    wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err))) {
-		ERROR(PLUGIN " plugin: not started: %s. The rest of collectd "
-			     "keeps running.",
-		      err);
-		return 0;
-	}
+	if (!ctx.configured && wc_config_finish(&ctx.cfg, err, sizeof(err)))
+		return not_started(err, 0);
+	rc = wc_engine_open(&ctx.cfg, &ctx.engine, err, sizeof(err));
+	if (rc)
+		return not_started(err, rc);
 	wc_engine_self(ctx.engine, &s);
 	INFO(PLUGIN " plugin: profiling at %u Hz on %u CPUs%s",
 	     ctx.cfg.sample_hz, s.ncpus,

@@ -17,6 +17,7 @@
 
 #include "core/wc_collector.h" /* before the skeleton: it names our types */
 #include "bpf/wallclock.skel.h"
+#include "util/wc_cap.h"
 #include "util/wc_clock.h"
 #include "util/wc_log.h"
 #include "core/wc_walk.h"
@@ -71,36 +72,26 @@ struct wc_collector {
 							    REC_BYTES];
 };
 
-static bool has_cap(const struct __user_cap_data_struct d[2], int cap)
-{
-	return d[cap / 32].effective & (1u << (cap % 32));
-}
-
-/* Say what is missing before the kernel says only "EPERM". */
+/* Say what is missing before the kernel says only "EPERM"; how to give
+ * it is the caller's to say (sudo, or a service's settings). */
 static int check_caps(char *err, size_t errlen)
 {
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[2] = {};
+	uint64_t d;
 
-	if (syscall(SYS_capget, &h, d) != 0)
+	if (wc_cap_effective(&d))
 		return 0; /* cannot tell: let the kernel decide */
-	if (has_cap(d, CAP_SYS_ADMIN) ||
-	    (has_cap(d, CAP_BPF) && has_cap(d, CAP_PERFMON)))
+	if (wc_cap_in(d, CAP_SYS_ADMIN) ||
+	    (wc_cap_in(d, CAP_BPF) && wc_cap_in(d, CAP_PERFMON)))
 		return 0;
-	return wc_err(err, errlen,
-		      "missing capabilities: loading the profiler needs "
-		      "CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), and this "
-		      "process has%s%s%s of them; run it as root (sudo "
-		      "wallclock ..., or collectd as root with its full "
-		      "capability set, or CAP_BPF and CAP_PERFMON granted in "
-		      "its service's CapabilityBoundingSet/"
-		      "AmbientCapabilities)",
-		      has_cap(d, CAP_BPF) ? " CAP_BPF" : "",
-		      has_cap(d, CAP_PERFMON) ? " CAP_PERFMON" : "",
-		      has_cap(d, CAP_BPF) || has_cap(d, CAP_PERFMON) ? " only"
-								     : " none");
+	wc_err(err, errlen,
+	       "missing capabilities: loading the profiler needs CAP_BPF and "
+	       "CAP_PERFMON (or CAP_SYS_ADMIN), and this process has%s%s%s of "
+	       "them",
+	       wc_cap_in(d, CAP_BPF) ? " CAP_BPF" : "",
+	       wc_cap_in(d, CAP_PERFMON) ? " CAP_PERFMON" : "",
+	       wc_cap_in(d, CAP_BPF) || wc_cap_in(d, CAP_PERFMON) ? " only"
+								  : " none");
+	return -EACCES;
 }
 
 static int check_btf(char *err, size_t errlen)
@@ -142,19 +133,42 @@ const char *wc_collector_btf_lacks(const struct btf *btf)
 	return NULL;
 }
 
+/* 1 the kernel has the map type, 0 not; -1 if it would not say. */
+static int probe_map(enum bpf_map_type type, const char *what, char *err,
+		     size_t errlen)
+{
+	int rc = libbpf_probe_bpf_map_type(type, NULL);
+
+	if (rc >= 0)
+		return rc;
+	return wc_err(
+		err, errlen,
+		"the kernel refused bpf() asked for %s (%s): check kernel "
+		"lockdown (/sys/kernel/security/lockdown) and any "
+		"seccomp filter or security module confining collectd",
+		what, strerror(-rc));
+}
+
 static int check_kernel(char *err, size_t errlen)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
 	const char *missing = btf ? wc_collector_btf_lacks(btf)
 				  : "readable kernel BTF";
+	int rc = 1;
 
-	if (!missing &&
-	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1)
-		missing = "BPF task storage (5.11)";
-	if (!missing &&
-	    libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1)
-		missing = "the BPF ring buffer (5.8)";
 	btf__free(btf);
+	if (!missing) {
+		rc = probe_map(BPF_MAP_TYPE_TASK_STORAGE, "task storage", err,
+			       errlen);
+		missing = rc == 0 ? "BPF task storage (5.11)" : NULL;
+	}
+	if (!missing && rc > 0) {
+		rc = probe_map(BPF_MAP_TYPE_RINGBUF, "a ring buffer", err,
+			       errlen);
+		missing = rc == 0 ? "the BPF ring buffer (5.8)" : NULL;
+	}
+	if (rc < 0)
+		return -1;
 	if (!missing)
 		return 0;
 	return wc_err(err, errlen,
@@ -468,11 +482,18 @@ static int attach_cpu(struct wc_collector *c, unsigned int hz, int cpu,
 
 	if (fd < 0 && (errno == ENODEV || errno == ENOENT))
 		return 0; /* went offline meanwhile */
+	/* the capabilities were checked before: not for want of them */
+	if (fd < 0 && (errno == EPERM || errno == EACCES))
+		return wc_err(err, errlen,
+			      "opening the cpu-clock perf event on CPU %d "
+			      "failed: %s, despite CAP_PERFMON: check any "
+			      "seccomp filter or security module confining "
+			      "collectd (kernel.perf_event_paranoid is %d)",
+			      cpu, strerror(errno), paranoia());
 	if (fd < 0)
 		return wc_err(err, errlen,
 			      "opening the cpu-clock perf event on CPU %d "
-			      "failed: %s (needs CAP_PERFMON or CAP_SYS_ADMIN; "
-			      "kernel.perf_event_paranoid is %d)",
+			      "failed: %s (kernel.perf_event_paranoid is %d)",
 			      cpu, strerror(errno), paranoia());
 	link = bpf_program__attach_perf_event(c->skel->progs.wc_sample, fd);
 	if (!link) {
@@ -588,9 +609,11 @@ int wc_collector_open(const struct wc_collector_opts *o,
 		      struct wc_collector **out, char *err, size_t errlen)
 {
 	struct wc_collector *c;
+	int rc = check_caps(err, errlen);
 
-	if (check_caps(err, errlen) || check_btf(err, errlen) ||
-	    check_kernel(err, errlen))
+	if (rc)
+		return rc;
+	if (check_btf(err, errlen) || check_kernel(err, errlen))
 		return -1;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -918,6 +941,12 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash)
 void wc_collector_new_window(struct wc_collector *c)
 {
 	c->skel->bss->window_start_ns = wc_clock_ns(CLOCK_MONOTONIC);
+}
+
+void wc_collector_pause_stacks(struct wc_collector *c, bool paused)
+{
+	__atomic_store_n(&c->skel->bss->stacks_paused, paused ? 1u : 0u,
+			 __ATOMIC_RELAXED);
 }
 
 int wc_collector_charge_waits(struct wc_collector *c, uint32_t max_walks,

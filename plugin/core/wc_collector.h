@@ -65,7 +65,8 @@ bool wc_collector_unwind(const struct wc_collector *c,
 			 struct wc_collector_uw *out);
 
 /* Load and attach.  On failure, err says what was refused and what to do
- * about it, and nothing stays loaded. */
+ * about it, and nothing stays loaded; -EACCES when the process lacks the
+ * capabilities (the caller knows how it may be given them). */
 int wc_collector_open(const struct wc_collector_opts *opts,
 		      struct wc_collector **out, char *err, size_t errlen);
 
@@ -110,6 +111,9 @@ void wc_collector_let_go(struct wc_collector *c, uint64_t hash);
 /* A new window of stacks starts now: waits that end later are charged
  * only from here on. */
 void wc_collector_new_window(struct wc_collector *c);
+/* While paused the programs take no stacks (and pay for none), as with
+ * stacks off; the counters go on. */
+void wc_collector_pause_stacks(struct wc_collector *c, bool paused);
 /* Right after the poll of a read that a flush follows: charge every wait
  * under way for at least min_block_us to its stacks, for its part in the
  * window up to when that poll's walk read the thread, walking at most

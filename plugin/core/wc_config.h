@@ -27,7 +27,7 @@
 #define WC_THREADS_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
 #define WC_EXIT_KIB_MIN 64
 #define WC_EXIT_KIB_MAX 262144
-#define WC_EXIT_KIB_PER_CPU 512	  /* about 4,700 final records */
+#define WC_EXIT_KIB_PER_CPU 512	  /* 4,096 final records */
 #define WC_EXIT_KIB_AUTO_MIN 1024 /* the kernel maps it into collectd twice */
 #define WC_EXIT_KIB_AUTO_MAX 16384
 #define WC_MIN_BLOCK_US_MAX 60000000 /* a minute */

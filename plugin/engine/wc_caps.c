@@ -4,8 +4,8 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "util/wc_cap.h"
 
 struct need {
 	int cap, or_cap; /* or_cap: another that does as well, or -1 */
@@ -14,8 +14,8 @@ struct need {
 
 static const struct need needs[] = {
 	{CAP_SYS_PTRACE, -1, "CAP_SYS_PTRACE",
-	 "process's maps, vdso or files (the symbolizer's helper reads them "
-	 "as user nobody), so every user frame is [unknown]"},
+	 "process's maps, vdso or files (reading another process's takes "
+	 "it), so every user frame is [unknown]"},
 	{CAP_DAC_READ_SEARCH, -1, "CAP_DAC_READ_SEARCH",
 	 "binaries and debug files only their owner may read, so their "
 	 "frames are module+0x..."},
@@ -27,11 +27,6 @@ static const struct need needs[] = {
 	 "with kernel.perf_event_paranoid above 1), so every kernel frame is "
 	 "[unknown]"},
 };
-
-static bool has(const struct __user_cap_data_struct d[2], int cap)
-{
-	return cap >= 0 && (d[cap / 32].effective & (1u << (cap % 32)));
-}
 
 static int sysctl_int(const char *path)
 {
@@ -60,22 +55,19 @@ static bool kallsyms_needs_syslog(void)
 
 unsigned wc_caps_missing(bool stacks, char *text, size_t len)
 {
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[2] = {{0}};
+	uint64_t d;
 	unsigned n = 0;
 	size_t i, at = 0;
 
 	if (len)
 		text[0] = '\0';
-	if (!stacks || syscall(SYS_capget, &h, d) != 0)
+	if (!stacks || wc_cap_effective(&d))
 		return 0;
 	for (i = 0; i < sizeof(needs) / sizeof(needs[0]); i++) {
 		const struct need *nd = &needs[i];
 		int k;
 
-		if (has(d, nd->cap) || has(d, nd->or_cap) ||
+		if (wc_cap_in(d, nd->cap) || wc_cap_in(d, nd->or_cap) ||
 		    (nd->cap == CAP_SYSLOG && !kallsyms_needs_syslog()))
 			continue;
 		n++;

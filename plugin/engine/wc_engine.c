@@ -1,4 +1,5 @@
 /* wc_engine.c - see wc_engine.h. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,19 @@ struct limit {
 
 #define LIMIT_SAY_NS (60 * 1000000000ULL)
 
+enum limit_kind {
+	LIM_EXITS,
+	LIM_UNTRACKED,
+	LIM_STACKS,
+	LIM_WEIGHTS,
+	LIM_WINDOW,
+	LIM_UNOWNED,
+	LIM_UNWALKED,
+	LIM_SYM_BOUNDS,
+	LIM_UNWIND_ROOM,
+	LIM_NR
+};
+
 struct wc_engine {
 	const struct wc_config *cfg;
 	struct wc_selector selector;
@@ -75,7 +89,7 @@ struct wc_engine {
 	uint32_t nnotes, max_notes;
 	bool between_reads;
 	/* limits hit, said at most once a minute each (see report_limits) */
-	struct limit exits_dropped, untracked, stacks_full;
+	struct limit limits[LIM_NR];
 	unsigned caps_missing;
 	struct wc_engine_uw *uw; /* NULL: frame pointers only */
 	uint64_t uw_map_bytes;
@@ -267,28 +281,89 @@ static void say_limit(struct limit *l, uint64_t count, uint64_t now,
 	l->said_ns = now;
 }
 
+/* What each limit cost, and what to do about it. */
+static const struct {
+	const char *what, *why;
+} limit_text[LIM_NR] = {
+	[LIM_EXITS] = {"final records of exited threads dropped",
+		       "the exit ring was full (raise ExitBufferKiB); their "
+		       "last moments are lost, counted in exits_dropped, "
+		       "exits_dropped_us and threads_lost"},
+	[LIM_UNTRACKED] = {"threads or processes not counted",
+			   "MaxThreads was reached (raise it); counted in "
+			   "threads_untracked"},
+	[LIM_STACKS] = {"stacks dropped",
+			"the kernel's stack table was full (raise "
+			"StackStorage); their time is under [stack table "
+			"full], counted in stacks_full"},
+	[LIM_WEIGHTS] = {"stack weights dropped",
+			 "the kernel's table of (process, stack) weights was "
+			 "full (raise StackStorage); counted in "
+			 "stack_counts_full"},
+	[LIM_WINDOW] = {"stacks or weights left out of the flush window",
+			"its tables were full (raise StackStorage); their "
+			"time is in their groups' remainder lines, counted "
+			"in window_stacks_dropped and window_weights_dropped"},
+	[LIM_UNOWNED] = {"stack weights of processes never placed dropped",
+			 "they were born and died between two reads while "
+			 "the thread table was full (MaxThreads), or their "
+			 "weights overflowed what StackStorage holds until "
+			 "the next read; counted in weights_unowned"},
+	[LIM_UNWALKED] = {"waits under [kernel stack not walked]",
+			  "a flush walks the kernel stacks of 16,384 new "
+			  "waits at most; counted in waits_unwalked"},
+	[LIM_SYM_BOUNDS] = {"mappings or symbol tables left out",
+			    "a process had over 8,192 executable mappings or "
+			    "8 MiB of maps, or a file's symbols were over "
+			    "budget; their frames are module+0x..., counted "
+			    "in symbol_over_bounds"},
+	[LIM_UNWIND_ROOM] = {"files without unwind tables for want of room",
+			     "the unwind rows were full (raise "
+			     "UnwindTableMiB); their stacks are walked by "
+			     "frame pointers, counted in "
+			     "unwind_files_no_room"},
+};
+
+static uint64_t limit_count(const struct wc_self_stats *s, enum limit_kind k)
+{
+	switch (k) {
+	case LIM_EXITS:
+		return s->bpf.v[WC_CNT_EXITS_DROPPED];
+	case LIM_UNTRACKED:
+		return s->acct.threads_untracked;
+	case LIM_STACKS:
+		return s->bpf.v[WC_CNT_STACKS_FULL];
+	case LIM_WEIGHTS:
+		return s->bpf.v[WC_CNT_STACK_COUNTS_FULL];
+	case LIM_WINDOW:
+		return s->window.weights_dropped + s->window.stacks_dropped;
+	case LIM_UNOWNED:
+		return s->weights_unowned;
+	case LIM_UNWALKED:
+		return s->bpf.v[WC_CNT_WAITS_UNWALKED];
+	case LIM_SYM_BOUNDS:
+		return s->flush.sym_over_bounds;
+	case LIM_UNWIND_ROOM:
+		return s->uw.without[WC_UW_NO_ROOM];
+	default:
+		return 0;
+	}
+}
+
+static void self_locked(const struct wc_engine *e, struct wc_self_stats *out);
+
+/* Every bound that cost something is said, once a minute at most.  Not
+ * storage_failed: task storage is refused now and then when programs
+ * nest on a CPU, which is no bound anyone could raise. */
 static void report_limits(struct wc_engine *e, uint64_t now)
 {
-	struct wc_account_stats a;
-	struct wc_counters c;
+	struct wc_self_stats s;
+	int k;
 
-	wc_collector_counters(e->collector, &c);
-	wc_account_stats(e->account, &a);
-	say_limit(&e->exits_dropped, c.v[WC_CNT_EXITS_DROPPED], now,
-		  "final records of exited threads dropped",
-		  "the exit ring was full (raise ExitBufferKiB); their last "
-		  "moments are lost, counted in exits_dropped, "
-		  "exits_dropped_us and threads_lost");
-	say_limit(&e->untracked, a.threads_untracked, now,
-		  "threads or processes not counted",
-		  "MaxThreads was reached (raise it); counted in "
-		  "threads_untracked");
-	if (e->stacks)
-		say_limit(&e->stacks_full, c.v[WC_CNT_STACKS_FULL], now,
-			  "stacks dropped",
-			  "the kernel's stack table was full (raise "
-			  "StackStorage); their time is under [stack table "
-			  "full], counted in stacks_full");
+	self_locked(e, &s);
+	for (k = 0; k < LIM_NR; k++)
+		say_limit(&e->limits[k], limit_count(&s, k), now,
+			  limit_text[k].what, limit_text[k].why);
 }
 
 /* Weights deferred since the last read, now that it knows who was born. */
@@ -371,6 +446,17 @@ static void give_back_memory(void)
 #endif
 }
 
+/* Stacks that could not be written (the spool is another writer's, or
+ * unusable) are not taken: the kernel pays for none until a flush finds
+ * the spool usable. */
+static void pause_unwritable(struct wc_engine *e)
+{
+	struct wc_flush_stats fs;
+
+	wc_flush_stats(e->flush, &fs);
+	wc_collector_pause_stacks(e->collector, !fs.spool_ok);
+}
+
 /* The window's last drain, right after a read (which placed the
  * processes its weights name), then the file.  *drained: the drain's rc. */
 static int flush_window(struct wc_engine *e, time_t when, unsigned sym_ms,
@@ -393,6 +479,7 @@ static int flush_window(struct wc_engine *e, time_t when, unsigned sym_ms,
 	note_now(e);
 	rc = wc_flush_write(e->flush, e->stacks, when);
 	pthread_mutex_lock(&e->lock);
+	pause_unwritable(e);
 	wc_stacks_next_window(e->stacks, let_go, e);
 	e->let_go_ns = wc_clock_ns(CLOCK_MONOTONIC);
 	e->walked = false;
@@ -528,6 +615,7 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 		.max_groups = cfg->max_groups,
 	};
 	struct wc_engine *e = calloc(1, sizeof(*e));
+	int rc;
 
 	if (!e)
 		return wc_err(err, errlen, "out of memory");
@@ -544,14 +632,16 @@ int wc_engine_open_walk(const struct wc_config *cfg,
 	}
 	/* the programs first: once loaded they are in /proc/kallsyms, which
 	 * the symbolizer reads when it starts */
-	if (wc_collector_open(&copts, &e->collector, err, errlen) ||
-	    (cfg->stacks && open_stacks(e, err, errlen)) ||
+	rc = wc_collector_open(&copts, &e->collector, err, errlen);
+	if (rc || (cfg->stacks && open_stacks(e, err, errlen)) ||
 	    start_unwind(e, err, errlen) || wc_engine_read(e, err, errlen) ||
 	    (cfg->stacks && drain(e, err, errlen))) {
 		wc_engine_close(e);
-		return -1;
+		return rc == -EACCES ? rc : -1;
 	}
 	say_caps(e);
+	if (e->stacks)
+		pause_unwritable(e);
 	/* what the baseline drain took happened before the counters'
 	 * baseline: not part of the first window */
 	if (e->stacks)

@@ -46,7 +46,8 @@ struct wc_self_stats {
 };
 
 /* Loads and attaches, then takes the baseline: what threads do from here
- * on is counted.  err says what went wrong and what to do. */
+ * on is counted.  err says what went wrong and what to do; -EACCES when
+ * the process lacks the capabilities (the caller says how to give them). */
 int wc_engine_open(const struct wc_config *cfg, struct wc_engine **out,
 		   char *err, size_t errlen);
 /* The same, reading threads as walk says (tests of each way). */

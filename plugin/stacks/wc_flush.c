@@ -88,8 +88,8 @@ static void open_spool(struct wc_flush *f)
 	f->spool = wc_spool_open(&o, err, sizeof(err));
 	if (f->spool && f->spool_err[0])
 		wc_log(WC_LOG_NOTICE,
-		       "spool %s: usable again, writing stack "
-		       "files",
+		       "spool %s: usable again, taking stacks (the first file "
+		       "follows at the next flush)",
 		       cfg->spool_dir);
 	if (f->spool) {
 		f->spool_err[0] = '\0';
@@ -97,8 +97,9 @@ static void open_spool(struct wc_flush *f)
 	}
 	if (strcmp(err, f->spool_err) != 0)
 		wc_log(WC_LOG_ERR,
-		       "%s; no stack files until it can be used (tried again "
-		       "at every flush; metrics go on)",
+		       "%s; no stacks are taken and no stack files written "
+		       "until it can be used (tried again at every flush; "
+		       "metrics go on)",
 		       err);
 	snprintf(f->spool_err, sizeof(f->spool_err), "%s", err);
 }
@@ -589,17 +590,21 @@ int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 {
 	struct add_ctx c = {f, st};
 	struct wc_fold_stats fs;
-	struct wc_spool_file *file;
+	struct wc_spool_file *file = NULL;
 	uint64_t start = wc_clock_ns(CLOCK_MONOTONIC);
+	/* without a spool the window was taken without stacks (the engine
+	 * pauses them): a spool usable now gets the next window's file */
+	bool stackless = !f->spool;
 	int rc = -1;
 
 	if (!f->spool)
 		open_spool(f);
-	if (f->spool)
-		wc_stacks_foreach(st, add_entry, &c);
-	else
+	if (!f->spool)
 		f->unwritten++;
-	file = f->spool ? wc_spool_begin(f->spool, when, "folded", true) : NULL;
+	if (f->spool && !stackless) {
+		wc_stacks_foreach(st, add_entry, &c);
+		file = wc_spool_begin(f->spool, when, "folded", true);
+	}
 	if (file) {
 		struct svg_feed feed = {f, svg_start(f, when), file};
 

@@ -6,7 +6,9 @@
  * flush), the spool, and every group's counters at the last flush, so that
  * each file holds exactly the growth of the dispatched counters over its
  * window.  Without a usable spool (it could not be opened) flushes still
- * run and count, but write nothing; the reason was logged once.
+ * run and count, but write nothing; the reason was logged once.  The
+ * window before the flush that finds it usable again was taken without
+ * stacks (the engine pauses them meanwhile): it is not written either.
  *
  * A flush is begin, one wc_flush_group() per dispatched group, then
  * wc_flush_write() with the window's stacks.  Not thread-safe.

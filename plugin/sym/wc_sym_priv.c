@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sym/wc_sym_priv.h"
+#include "util/wc_cap.h"
 
 /* Whose files the helper may write, were it made to: no one's. */
 #define NOBODY 65534
@@ -65,17 +66,22 @@ static int limit(int resource, uint64_t max)
  * removed (CAP_DAC_OVERRIDE and CAP_FOWNER are gone), and reading them
  * takes CAP_DAC_READ_SEARCH, kept.  The real uid stays 0, so that no user
  * can signal or trace the helper.  Landlock would forbid writes outright,
- * but it also forbids reading other processes' /proc entries.
+ * but it also forbids reading other processes' /proc entries.  A root
+ * without CAP_SETUID and CAP_SETGID (a collectd given only what profiling
+ * takes) cannot change its file ids: it reads as itself, with no
+ * capability left to read more, and the seccomp filter alone keeps it
+ * from writing the files it owns.  1: as nobody, 0: as itself, -1.
  */
 static int files_as_nobody(void)
 {
-	if (getuid() != 0)
+	if (getuid() != 0 || !wc_cap_have(CAP_SETUID) ||
+	    !wc_cap_have(CAP_SETGID))
 		return 0;
 	if (setgroups(0, NULL))
 		return -1;
 	setfsgid(NOBODY);
 	setfsuid(NOBODY);
-	return setfsuid((uid_t)-1) == NOBODY ? 0 : -1;
+	return setfsuid((uid_t)-1) == NOBODY ? 1 : -1;
 }
 
 #if defined(__x86_64__)
@@ -113,6 +119,7 @@ static const int denied[] = {
 	SYS_fremovexattr,   SYS_utimensat,	  SYS_futimesat,
 	SYS_utimes,	    SYS_utime,		  SYS_swapon,
 	SYS_swapoff,	    SYS_quotactl,	  SYS_acct,
+	SYS_creat,	    SYS_open_by_handle_at,
 };
 /* clang-format on */
 
@@ -135,9 +142,13 @@ static size_t deny_write_open(struct sock_filter *f, size_t n, int nr, int arg)
 	return n;
 }
 
-static int deny_escapes(void)
+/* as_self: files are opened as the helper's own user, who may own what
+ * they could write.  openat2's flags are out of the filter's reach, so it
+ * goes too (and with it reads inside containers' roots, which a helper
+ * without CAP_SYS_PTRACE could not do anyway). */
+static int deny_escapes(bool as_self)
 {
-	struct sock_filter f[6 + 2 * sizeof(denied) / sizeof(denied[0]) + 11];
+	struct sock_filter f[6 + 2 * sizeof(denied) / sizeof(denied[0]) + 13];
 	struct sock_fprog prog = {.filter = f};
 	size_t i, n = 0;
 
@@ -158,6 +169,11 @@ static int deny_escapes(void)
 			BPF_JMP | BPF_JEQ | BPF_K, (unsigned)denied[i], 0, 1);
 		f[n++] = (struct sock_filter)REFUSE;
 	}
+	if (as_self) {
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      SYS_openat2, 0, 1);
+		f[n++] = (struct sock_filter)REFUSE;
+	}
 	n = deny_write_open(f, n, SYS_openat, 2);
 	n = deny_write_open(f, n, SYS_open, 1);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
@@ -166,21 +182,32 @@ static int deny_escapes(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 #else
-static int deny_escapes(void)
+static int deny_escapes(bool as_self)
 {
-	return 0; /* the list is x86-64's; elsewhere the other limits hold */
+	/* the list is x86-64's; elsewhere the other limits hold, but only
+	 * the filter keeps a helper reading as itself from writing */
+	if (as_self) {
+		errno = EPERM;
+		return -1;
+	}
+	return 0;
 }
 #endif
 
 int wc_sym_priv_drop(void)
 {
+	int nobody;
+
 	if (limit(RLIMIT_CORE, 0) || limit(RLIMIT_FSIZE, 0) ||
 	    limit(RLIMIT_NOFILE, FILES_MAX) || limit(RLIMIT_AS, MEMORY_MAX) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || files_as_nobody())
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	nobody = files_as_nobody();
+	if (nobody < 0)
 		return -1;
 	/* after the fsuid change, which took DAC_READ_SEARCH from the
 	 * effective set */
 	if (keep_readers())
 		return -1;
-	return deny_escapes();
+	return deny_escapes(!nobody);
 }

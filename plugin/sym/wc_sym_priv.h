@@ -7,7 +7,8 @@
  * it keeps the three capabilities that reading takes and loses the rest,
  * may gain no privilege again (no_new_privs), opens files as nobody (so
  * it could write only where anyone may, and RLIMIT_FSIZE 0 makes that
- * nothing), dumps no core, and has bounded descriptors and address
+ * nothing) where it may change its ids, else as itself under a stricter
+ * seccomp filter, dumps no core, and has bounded descriptors and address
  * space.
  */
 #ifndef WC_SYM_PRIV_H

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -292,12 +293,36 @@ static int setup(pid_t parent)
 	return rc ? -1 : 0;
 }
 
+static int open2(const char *path, uint64_t flags)
+{
+	struct open_how how = {.flags = flags,
+			       .mode = flags & O_CREAT ? 0600 : 0};
+
+	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+}
+
+/* Say how opening path with flags, both ways, went. */
+static void try_write(const char *what, const char *path, int flags)
+{
+	int fd = open(path, flags, 0600);
+
+	printf("%s %s: %s\n", what, path, fd < 0 ? strerror(errno) : "done");
+	if (fd >= 0)
+		close(fd);
+	fd = open2(path, (uint64_t)flags);
+	printf("%s %s (openat2): %s\n", what, path,
+	       fd < 0 ? strerror(errno) : "done");
+	if (fd >= 0)
+		close(fd);
+}
+
 /* --check: confine this process as a helper, then try what a helper must
- * not be able to do, and say what happened (the tests read it). */
+ * not be able to do, and say what happened (the tests read it).  dir is
+ * root's; a file wallclock-symd-keep in it is one the helper must not
+ * truncate. */
 static int check(const char *dir)
 {
 	char path[4096];
-	int fd;
 
 	/* results go to a pipe: a file would be refused (RLIMIT_FSIZE) */
 	signal(SIGXFSZ, SIG_IGN);
@@ -306,12 +331,9 @@ static int check(const char *dir)
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/wallclock-symd-check", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	printf("create %s: %s\n", path, fd < 0 ? strerror(errno) : "done");
-	if (fd >= 0) {
-		close(fd);
-		unlink(path);
-	}
+	try_write("create", path, O_WRONLY | O_CREAT | O_TRUNC);
+	snprintf(path, sizeof(path), "%s/wallclock-symd-keep", dir);
+	try_write("truncate", path, O_WRONLY | O_TRUNC);
 	printf("trace the parent: %s\n", ptrace(PTRACE_ATTACH, getppid(), 0, 0)
 						 ? strerror(errno)
 						 : "done");

@@ -239,5 +239,6 @@ for test in (stop_while_stuck, kill_while_stuck, drain_while_stuck,
     if not ONLY or ONLY == test.__name__:
         test()
 left = leaked_bpf()
-case("no BPF program or link of ours is left", not any(left), str(left))
+case("no BPF program, link or map of ours is left", not any(left),
+     str(left))
 done()

@@ -111,9 +111,8 @@ with Env("lifecycle") as env:
         gone = wait_until(lambda: left() == (set(), set()), 10, 0.2)
         case(f"{tag}: its programs and links are gone", gone,
              "after 10 s still: programs %s, links %s" % left())
-        leaked, leaked_links = leaked_bpf()
-        case(f"{tag}: no unowned wc_* programs or links",
-             not leaked and not leaked_links,
-             f"programs {leaked}, links {leaked_links}")
+        left = leaked_bpf()
+        case(f"{tag}: no unowned wc_* programs, links or maps of ours",
+             not any(left), str(left))
     w.kill()
 done()

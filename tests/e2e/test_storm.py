@@ -140,6 +140,8 @@ with Env("storm") as env:
          f"{untracked}")
     case("and said, once a minute at most, naming MaxThreads",
          once_a_minute(max_lines, "MaxThreads"), "\n".join(max_lines))
+    unsaid = cd.limits_unsaid()
+    case("every other limit hit is said too", not unsaid, str(unsaid))
     for p in crowd:
         p.kill()
         p.wait()

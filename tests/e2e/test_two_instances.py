@@ -3,12 +3,14 @@
 
 Both profile (each its own programs, values in its own csv); the second
 finds the spool locked, says so once with what to do, counts each flush
-it could not write, and writes nothing; when the first stops, the second
-takes the spool over at its next flush and says so. Each leaves no
-program or link behind.
+it could not write, writes nothing, and takes no stacks (its kernel side
+pays for none); when the first stops, the second takes the spool over at
+its next flush, says so, takes stacks again and writes the window after.
+Each leaves no program, link or map behind.
 """
 import glob
 import os
+import time
 
 from wctest import (Collectd, Env, bpf_fd_ids, case, done, leaked_bpf,
                     require_built, wait_until)
@@ -43,21 +45,34 @@ with Env("two") as env:
          "tried again at every flush" in locked[0], "\n".join(locked))
     case("the second does not claim to write stacks",
          not b.log_has(f"stacks to {spool}"), b.log())
+
+    def grew(c, since):
+        rows = [v for t, v in c.csv("", "derive", "offcpu_stacks")
+                if t >= since]
+        return rows[-1] - rows[0] if len(rows) >= 2 else None
+    locked_from = b.csv("", "derive", "spool_write_errors")[0][0]
+    case("while locked out the second takes no stacks; the first does",
+         grew(b, locked_from) == 0 and (grew(a, locked_from) or 0) > 0,
+         f"second {grew(b, locked_from)}, first {grew(a, locked_from)}")
     mine = [f for f in os.listdir(spool) if f.startswith("wallclock-")]
     case("the first keeps writing its files", len(mine) >= 2, str(mine))
     case("the first stops with status 0", a.stop() == 0)
     taken = wait_until(lambda: b.log_has("usable again"), 10)
+    taken_at = time.time()
     before = set(os.listdir(spool))
-    wait_until(lambda: set(os.listdir(spool)) - before, 6)
-    case("the second takes the spool over at its next flush and writes",
+    wait_until(lambda: set(os.listdir(spool)) - before, 8)
+    case("the second takes the spool over at its next flush and writes "
+         "the window after it",
          taken and set(os.listdir(spool)) - before,
          f"{taken} {sorted(set(os.listdir(spool)) - before)}")
+    wait_until(lambda: (grew(b, taken_at) or 0) > 0, 5)
+    case("and takes stacks again", (grew(b, taken_at) or 0) > 0,
+         str(grew(b, taken_at)))
     case("the second stops with status 0", b.stop() == 0)
     bad = [ln for ln in b.wallclock_errors(("error", "warning"))
            if "in use by another" not in ln]
     case("no other errors or warnings", not bad, "\n".join(bad))
-    leaked, links = leaked_bpf()
-    case("no program or link left behind", not leaked and not links,
-         f"{leaked} {links}")
+    left = leaked_bpf()
+    case("no program, link or map left behind", not any(left), str(left))
     w.kill()
 done()

@@ -95,6 +95,21 @@ def require_built():
         done()
 
 
+# Each counter of a limit hit, and what its warning says.
+LIMIT_SAID = (
+    ("exits_dropped", "final records of exited threads dropped"),
+    ("threads_untracked", "MaxThreads was reached"),
+    ("stacks_full", "stack table was full"),
+    ("stack_counts_full", "stack weights dropped"),
+    ("window_stacks_dropped", "left out of the flush window"),
+    ("window_weights_dropped", "left out of the flush window"),
+    ("weights_unowned", "processes never placed"),
+    ("waits_unwalked", "kernel stack not walked"),
+    ("symbol_over_bounds", "symbol tables left out"),
+    ("unwind_files_no_room", "for want of room"),
+)
+
+
 class Collectd:
     """One collectd -f with a generated config."""
 
@@ -248,6 +263,20 @@ class Collectd:
                       if d.startswith("wallclock-")) if os.path.isdir(
                           base) else []
 
+    def limits_unsaid(self):
+        """The self-metrics of a limit hit (a bound that cost something)
+        that had counted something two reads before the newest, but whose
+        warning is not in the log: the plugin says each, once a minute at
+        most, in the read that sees it."""
+        out = []
+        for name, phrase in LIMIT_SAID:
+            rows = self.csv("", "derive", name)
+            if len(rows) >= 2 and rows[-2][1] > 0 and not any(
+                    phrase in ln and "warn" in ln
+                    for ln in self.log().splitlines()):
+                out.append(f"{name} {rows[-2][1]:.0f}")
+        return out
+
     def wait_rows(self, group, type_, tinst, n, timeout):
         return wait_until(lambda: len(self.csv(group, type_, tinst)) >= n,
                           timeout)
@@ -268,6 +297,27 @@ def helper_pids(parent):
         except OSError:
             pass
     return out
+
+
+def helper_check(root, prefix=()):
+    """Run the helper's --check (it confines itself as a helper, then tries
+    to create a file in root, which must be root's directory, and to
+    truncate a file of root's there, both with open and openat2) under the
+    command prefix; returns (confined, all refused, what it said)."""
+    keep = os.path.join(root, "wallclock-symd-keep")
+    with open(keep, "w") as f:
+        f.write("root's\n")
+    r = subprocess.run([*prefix, os.environ["WALLCLOCK_SYMD"], "--check",
+                        root], capture_output=True, text=True)
+    said = r.stdout + r.stderr
+    tries = [ln.rsplit(": ", 1)[1] for ln in r.stdout.splitlines()
+             if ln.startswith(("create ", "truncate "))]
+    with open(keep) as f:
+        intact = f.read() == "root's\n"
+    os.unlink(keep)
+    refused = ("Permission denied", "Operation not permitted")
+    return (r.returncode == 0, len(tries) == 4 and intact and
+            all(t in refused for t in tries), said)
 
 
 def fuse_server(root, files, label):
@@ -529,35 +579,55 @@ def bpf_fd_ids(pid):
 
 
 def bpf_owned_ids():
-    """Prog and link ids held through a file descriptor by any process."""
-    progs, links = set(), set()
+    """Prog, link and map ids held through a file descriptor by any
+    process."""
+    progs, links, maps = set(), set(), set()
     for d in glob.glob("/proc/[0-9]*"):
-        p, lk = bpf_fd_ids(d.rsplit("/", 1)[1])
-        progs |= p
-        links |= lk
-    return progs, links
+        ids = fdinfo_ids(d.rsplit("/", 1)[1], ("prog_id", "link_id",
+                                               "map_id"))
+        progs |= ids["prog_id"]
+        links |= ids["link_id"]
+        maps |= ids["map_id"]
+    return progs, links, maps
+
+
+# The names of our maps (the skeleton's; .rodata and .bss get the object's
+# name cut to eight bytes).
+OUR_MAPS = {"uw_rows", "tasks", "exits", "counters", "sample_clock",
+            "stacks", "deep_stacks", "stack_counts", "held", "scratch",
+            "texts", "quicks", "uw_files", "uw_wants", "uw_procs",
+            "walk_hints", "snaps", "walk_procs", "wallcloc.rodata",
+            "wallcloc.bss"}
 
 
 def leaked_bpf(prefix="wc_"):
-    """Programs named prefix* (and the links to them) that no process holds:
-    left behind by someone (pinned, or attached without a link).  Tests may
-    run side by side, so another collectd's programs are not leaks; an
+    """Programs named prefix* (and the links to them), and maps named as
+    ours, that no process holds (and, for maps, no program uses): left
+    behind by someone (pinned, or attached without a link).  Tests may
+    run side by side, so another collectd's objects are not leaks; an
     object is reported only if it is unowned on two looks 0.5 s apart (one
     that was just being closed is gone by then)."""
     def look():
-        progs = {p["id"]: p["name"] for p in bpftool_list("prog")
+        all_progs = bpftool_list("prog")
+        progs = {p["id"]: p["name"] for p in all_progs
                  if p.get("name", "").startswith(prefix)}
         links = {lk["id"]: lk.get("prog_id") for lk in bpftool_list("link")
                  if lk.get("prog_id") in progs}
-        owned_p, owned_l = bpf_owned_ids()
+        used = {m for p in all_progs for m in p.get("map_ids", [])}
+        maps = {m["id"]: m["name"] for m in bpftool_list("map")
+                if m.get("name") in OUR_MAPS}
+        owned_p, owned_l, owned_m = bpf_owned_ids()
         return ({i: n for i, n in progs.items() if i not in owned_p},
-                {i for i in links if i not in owned_l})
-    p1, l1 = look()
-    if not p1 and not l1:
-        return {}, set()
+                {i for i in links if i not in owned_l},
+                {i: n for i, n in maps.items()
+                 if i not in owned_m and i not in used})
+    p1, l1, m1 = look()
+    if not p1 and not l1 and not m1:
+        return {}, set(), {}
     time.sleep(0.5)
-    p2, l2 = look()
-    return {i: n for i, n in p2.items() if i in p1}, l1 & l2
+    p2, l2, m2 = look()
+    return ({i: n for i, n in p2.items() if i in p1}, l1 & l2,
+            {i: n for i, n in m2.items() if i in m1})
 
 
 # The spool's folded files: what each kind marker holds of the metrics.

@@ -1,10 +1,10 @@
 /*
  * test_spool.c - the spool directory: names, modes, gzip, atomicity under a
  * polling reader and a writer killed mid-file, retention among hostile
- * names, a full and a read-only file system, planted symlinks, and the
- * refusals of unsafe directories.  Runs as root for chown and mount (those
- * cases SKIP otherwise); the mounts live in a private mount namespace of a
- * child, so a crash leaves nothing mounted.
+ * names, a full and a read-only file system, planted symlinks and FIFOs,
+ * and the refusals of unsafe directories.  Runs as root for chown and
+ * mount (those cases SKIP otherwise); the mounts live in a private mount
+ * namespace of a child, so a crash leaves nothing mounted.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -919,7 +919,22 @@ static bool outside_intact(const char *path)
 	       stat(path, &st) == 0 && (st.st_mode & 07777) == 0600;
 }
 
-static void test_symlinks(void)
+static int plant(int dfd, const char *name, const char *outside, bool fifo)
+{
+	return fifo ? mkfifoat(dfd, name, 0600) : symlinkat(outside, dfd, name);
+}
+
+static bool still_planted(int dfd, const char *name, bool fifo)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       (fifo ? S_ISFIFO(st.st_mode) : S_ISLNK(st.st_mode));
+}
+
+/* Symlinks (to a file of root's) or FIFOs (an open would block for ever:
+ * the alarm ends the test) at every name the spool writes. */
+static void planted(bool fifo)
 {
 	struct place p;
 	struct wc_spool *s;
@@ -932,47 +947,55 @@ static void test_symlinks(void)
 	fd = open(outside, O_CREAT | O_WRONLY, 0600);
 	CHECK(write(fd, "precious\n", 9) == 9);
 	close(fd);
+	alarm(30);
 	s = open_spool(p.spool, false, 2);
 	dfd = open(p.spool, O_RDONLY | O_DIRECTORY);
 	/* At the next temporary names, the final name and latest. */
 	for (k = 0; k < 6; k++) {
 		snprintf(name, sizeof(name), ".tmp-wallclock-%d-%d",
 			 (int)getpid(), k);
-		CHECK(symlinkat(outside, dfd, name) == 0);
+		CHECK(plant(dfd, name, outside, fifo) == 0);
 		snprintf(name, sizeof(name), ".tmp-latest-%d-%d", (int)getpid(),
 			 k + 7);
-		CHECK(symlinkat(outside, dfd, name) == 0);
+		CHECK(plant(dfd, name, outside, fifo) == 0);
 	}
-	CHECK(symlinkat(outside, dfd, "wallclock-20240102T030405Z.folded") ==
+	CHECK(plant(dfd, "wallclock-20240102T030405Z.folded", outside, fifo) ==
 	      0);
-	CHECK(symlinkat(outside, dfd, "latest.folded") == 0);
+	CHECK(plant(dfd, "latest.folded", outside, fifo) == 0);
 	CHECK(put_file(s, WHEN, "folded", true, "new\n", 4) == 0);
 	CHECK(outside_intact(outside));
-	/* The planted final name is still a symlink; ours took -1. */
-	CHECK(fstatat(dfd, "wallclock-20240102T030405Z.folded", &a,
-		      AT_SYMLINK_NOFOLLOW) == 0 &&
-	      S_ISLNK(a.st_mode));
+	/* The planted final name is still there; ours took -1. */
+	CHECK(still_planted(dfd, "wallclock-20240102T030405Z.folded", fifo));
 	CHECK(fstatat(dfd, "wallclock-20240102T030405Z-1.folded", &b,
 		      AT_SYMLINK_NOFOLLOW) == 0 &&
 	      S_ISREG(b.st_mode));
 	/* latest was replaced, not written through. */
 	CHECK(fstatat(dfd, "latest.folded", &a, AT_SYMLINK_NOFOLLOW) == 0 &&
 	      S_ISREG(a.st_mode) && a.st_ino == b.st_ino);
-	/* Retention never takes the symlink for a file of ours. */
+	/* Retention never takes the planted name for a file of ours. */
 	for (k = 1; k < 6; k++)
 		CHECK(put_file(s, WHEN + k, "folded", true, "new\n", 4) == 0);
-	CHECK(fstatat(dfd, "wallclock-20240102T030405Z.folded", &a,
-		      AT_SYMLINK_NOFOLLOW) == 0 &&
-	      S_ISLNK(a.st_mode));
+	CHECK(still_planted(dfd, "wallclock-20240102T030405Z.folded", fifo));
 	CHECK(outside_intact(outside));
 	wc_spool_close(s);
-	/* Stale-temporary cleanup unlinks the symlinks, not their target. */
+	/* Stale-temporary cleanup unlinks them, not what they name. */
 	s = open_spool(p.spool, false, 2);
 	CHECK(count_prefix(p.spool, ".tmp-") == 0);
 	CHECK(outside_intact(outside));
 	wc_spool_close(s);
+	alarm(0);
 	close(dfd);
 	place_done(&p);
+}
+
+static void test_symlinks(void)
+{
+	planted(false);
+}
+
+static void test_fifos(void)
+{
+	planted(true);
 }
 
 /* ---- failing file systems, in a child with its own mounts ---- */
@@ -1211,6 +1234,7 @@ int main(void)
 	RUN(test_atomic_reader);
 	RUN(test_kill9);
 	RUN(test_symlinks);
+	RUN(test_fifos);
 	RUN(test_full_disk);
 	RUN(test_measure);
 	return check_done();
