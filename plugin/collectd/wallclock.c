@@ -220,6 +220,7 @@ static void submit_stack_self(const struct wc_self_stats *s)
 	submit_derive("symbol_cache_hits", s->flush.sym_hits);
 	submit_derive("symbol_cache_misses", s->flush.sym_misses);
 	submit_derive("symbol_files_refused", s->flush.sym_refused);
+	submit_derive("perfmap_lines_refused", s->flush.sym_bad_lines);
 	submit_derive("symbol_over_bounds", s->flush.sym_over_bounds);
 	submit_derive("symbolizer_starts", s->flush.helper_starts);
 	submit_derive("symbolizer_stalls", s->flush.helper_stalls);

@@ -648,6 +648,7 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 	out->sym_misses = sy.module_misses;
 	out->sym_bytes = sy.bytes;
 	out->sym_refused = sy.refused;
+	out->sym_bad_lines = sy.bad_lines;
 	out->sym_over_bounds = sy.over_bounds;
 	out->helper_starts = sy.helper_starts;
 	out->helper_stalls = sy.helper_stalls;

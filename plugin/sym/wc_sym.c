@@ -686,6 +686,7 @@ void wc_sym_stats(const struct wc_sym *s, struct wc_sym_stats *out)
 	out->evictions += ms.evictions;
 	out->over_bounds += ss.over_bounds + ss.too_big;
 	out->refused = ss.refused;
+	out->bad_lines = ss.bad_lines;
 	out->helper_starts = ss.starts;
 	out->helper_stalls = ss.stalls;
 	out->helper_crashes = ss.crashes;

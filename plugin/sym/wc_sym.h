@@ -107,6 +107,7 @@ struct wc_sym_stats {
 	uint64_t refused;	 /* files refused: not a regular file on a
 				    readable filesystem, a perf map or debug
 				    file of the wrong owner, a symlink */
+	uint64_t bad_lines;	 /* perf-map lines that were no symbol */
 	uint64_t helper_starts;	 /* wallclock-symd started */
 	uint64_t helper_stalls;	 /* ... killed at the deadline */
 	uint64_t helper_crashes; /* ... died, or broke the protocol */

@@ -734,6 +734,7 @@ int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid, uid_t euid,
 	char path[64];
 	struct stat st;
 	uint64_t bad = 0;
+	long rc;
 	int fd;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)nspid);
@@ -761,7 +762,7 @@ int wc_fetch_perfmap(struct wc_fetch_ctx *c, pid_t pid, pid_t nspid, uid_t euid,
 		.mtime_sec = (int64_t)st.st_mtim.tv_sec,
 		.mtime_nsec = (int64_t)st.st_mtim.tv_nsec,
 	};
-	if (wc_perfmap_load(fd, (uint64_t)st.st_size, t, &bad) < 0)
-		return WC_PERFMAP_NONE;
-	return WC_PERFMAP_READ;
+	rc = wc_perfmap_load(fd, (uint64_t)st.st_size, t, &bad);
+	c->bad_lines += bad;
+	return rc < 0 ? WC_PERFMAP_NONE : WC_PERFMAP_READ;
 }

@@ -43,6 +43,7 @@ struct wc_fetch_ctx {
 	uint64_t refused;     /* files refused by the rules */
 	uint64_t over_bounds; /* mappings, map bytes, tables past a bound */
 	uint64_t too_big;     /* .symtab over budget, .dynsym used */
+	uint64_t bad_lines;   /* perf-map lines that were no symbol */
 };
 
 /* The mapped file as map_files showed it when the maps were read (known

@@ -491,6 +491,7 @@ static int receive(struct wc_sym_src *s, const struct timespec *deadline,
 	s->st.refused += head[2];
 	s->st.over_bounds += head[3];
 	s->st.too_big += head[4];
+	s->st.bad_lines += head[5];
 	wc_rbuf_init(r, s->reply, head[0]);
 	return 1;
 }
@@ -617,7 +618,9 @@ static void add_counts(struct wc_sym_src *s)
 	s->st.refused += s->ctx.refused;
 	s->st.over_bounds += s->ctx.over_bounds;
 	s->st.too_big += s->ctx.too_big;
+	s->st.bad_lines += s->ctx.bad_lines;
 	s->ctx.refused = s->ctx.over_bounds = s->ctx.too_big = 0;
+	s->ctx.bad_lines = 0;
 }
 
 int wc_sym_src_maps(struct wc_sym_src *s, pid_t pid, uint64_t known_sig,
@@ -807,4 +810,5 @@ void wc_sym_src_stats(const struct wc_sym_src *s, struct wc_sym_src_stats *out)
 	out->refused += s->ctx.refused;
 	out->over_bounds += s->ctx.over_bounds;
 	out->too_big += s->ctx.too_big;
+	out->bad_lines += s->ctx.bad_lines;
 }

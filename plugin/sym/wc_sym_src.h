@@ -95,6 +95,7 @@ void wc_sym_src_forget(struct wc_sym_src *s, pid_t pid);
 
 struct wc_sym_src_stats {
 	uint64_t refused, over_bounds, too_big; /* as in wc_fetch_ctx */
+	uint64_t bad_lines;			/* likewise */
 	uint64_t starts;			/* helpers started */
 	uint64_t stalls;	 /* helpers killed at the deadline */
 	uint64_t crashes;	 /* helpers that died, or broke the protocol */

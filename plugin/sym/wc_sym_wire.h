@@ -10,8 +10,9 @@
  * checked before it is kept (wc_symtab_adopt).
  *
  * A request is {u32 length, u32 op} and the op's fields; a reply is
- * {u32 length, i32 rc, u32 refused, u32 over_bounds, u32 too_big} and the
- * op's result, length counting what follows the header.
+ * {u32 length, i32 rc, u32 refused, u32 over_bounds, u32 too_big,
+ * u32 bad_lines} and the op's result, length counting what follows the
+ * header.
  */
 #ifndef WC_SYM_WIRE_H
 #define WC_SYM_WIRE_H
@@ -33,11 +34,11 @@ enum wc_wire_op {
 
 /* The helper is started with it, and exits with WC_WIRE_EXIT_VERSION if
  * it speaks another (a plugin upgraded without its helper). */
-#define WC_WIRE_VERSION 3
+#define WC_WIRE_VERSION 4
 #define WC_WIRE_EXIT_VERSION 3
 
 #define WC_WIRE_REQ_HEAD 8
-#define WC_WIRE_REPLY_HEAD 20
+#define WC_WIRE_REPLY_HEAD 24
 /* A request never needs more (a path is at most PATH_MAX). */
 #define WC_WIRE_REQ_MAX (64u << 10)
 

@@ -235,7 +235,7 @@ static bool write_full(const void *buf, size_t n)
  * protocol (nothing to do but exit). */
 static bool serve_one(struct wc_wbuf *out, char *req)
 {
-	uint32_t head[2], fields[4];
+	uint32_t head[2], fields[5];
 	struct wc_rbuf r;
 	int32_t rc;
 
@@ -244,7 +244,7 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 		return false;
 	wc_rbuf_init(&r, req, head[0]);
 	wc_wbuf_reset(out, WC_WIRE_REPLY_HEAD);
-	ctx.refused = ctx.over_bounds = ctx.too_big = 0;
+	ctx.refused = ctx.over_bounds = ctx.too_big = ctx.bad_lines = 0;
 	rc = dispatch(head[1], &r, out);
 	if (rc == OP_UNKNOWN || out->failed)
 		return false;
@@ -252,6 +252,7 @@ static bool serve_one(struct wc_wbuf *out, char *req)
 	fields[1] = (uint32_t)ctx.refused;
 	fields[2] = (uint32_t)ctx.over_bounds;
 	fields[3] = (uint32_t)ctx.too_big;
+	fields[4] = (uint32_t)ctx.bad_lines;
 	wc_wbuf_seal(out);
 	memcpy(out->p + 4, fields, sizeof(fields));
 	return write_full(out->p, out->len);

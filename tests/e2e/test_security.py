@@ -435,6 +435,9 @@ def hostile_perf_maps():
              "nothing", "NNNNNNNN" not in text and
              not any("\ufffd" in ln or "\x00" in ln
                      for ln in text.splitlines()), "")
+        case("perf maps: and are counted",
+             self_counter(cd, "perfmap_lines_refused") >= 2,
+             str(self_counter(cd, "perfmap_lines_refused")))
         case("perf maps: the FIFO is refused, not waited on, and counted",
              wait_group(cd, "hfifo") and
              self_counter(cd, "symbol_files_refused") >= 1,

@@ -735,6 +735,30 @@ static void test_retention_flushes(void)
 	place_done(&p);
 }
 
+/* Compressed, a flush is a .folded.gz and a .svg: counted as one. */
+static void test_retention_flushes_gzip(void)
+{
+	char *body = make_body(1000, 6);
+	struct place p;
+	struct wc_spool *s;
+	int i;
+
+	place_new(&p);
+	s = open_spool(p.spool, true, 2);
+	for (i = 0; i < 5; i++)
+		put_flush(s, WHEN + i, body, true);
+	CHECK(count_ours(p.spool) == 4);
+	CHECK(exists(p.spool, "wallclock-20240102T030409Z.folded.gz") &&
+	      exists(p.spool, "wallclock-20240102T030409Z.svg"));
+	CHECK(exists(p.spool, "wallclock-20240102T030408Z.folded.gz") &&
+	      exists(p.spool, "wallclock-20240102T030408Z.svg"));
+	CHECK(!exists(p.spool, "wallclock-20240102T030407Z.folded.gz") &&
+	      !exists(p.spool, "wallclock-20240102T030407Z.svg"));
+	wc_spool_close(s);
+	free(body);
+	place_done(&p);
+}
+
 /* ---- atomicity ---- */
 
 /* The reader: every file it can open under a final name is complete.
@@ -1231,6 +1255,7 @@ int main(void)
 	RUN(test_retention_age);
 	RUN(test_retention_bytes);
 	RUN(test_retention_flushes);
+	RUN(test_retention_flushes_gzip);
 	RUN(test_atomic_reader);
 	RUN(test_kill9);
 	RUN(test_symlinks);
