@@ -461,7 +461,9 @@ static void *napper(void *arg)
  * Having just run ahead of the spinner, the sleeper often stays queued a
  * while (delayed dequeue), and the move then leaves its queue stamp
  * stale: the kernel counts the nap as run queue time.  The report says
- * how often, and how much, as the sleeper's own schedstat saw it.
+ * how often, and how much, as the sleeper's own schedstat saw it, and how
+ * late those naps ended (the real wait for a CPU after the wake-up, which
+ * is run queue time indeed).
  */
 #define MOVED_NAP_NS 200000000ULL
 #define MOVED_MAX_NAPS 250
@@ -469,6 +471,7 @@ static void *napper(void *arg)
 static int moved_napping;
 static int moved_pipe[2];
 static unsigned long long moved_naps, moved_stale, moved_stale_ns;
+static unsigned long long moved_stale_late_ns;
 static pid_t moved_tid;
 
 static void pin_to(pid_t tid, int cpu)
@@ -492,18 +495,23 @@ static void *moved_sleeper(void *arg)
 	for (i = 0; i < MOVED_MAX_NAPS && moved_stale < (unsigned)opt.moved;
 	     i++) {
 		unsigned long long rd;
+		uint64_t t0, slept;
 
 		pin_to(0, 0);
 		burn_cpu(now_ns() + 1000000);
 		rd = read_schedstat().runq;
 		if (write(moved_pipe[1], "n", 1) != 1)
 			break;
+		t0 = now_ns();
 		nanosleep(&nap, NULL);
+		slept = now_ns() - t0;
 		rd = read_schedstat().runq - rd;
 		moved_naps++;
 		if (rd > MOVED_NAP_NS / 2) {
 			moved_stale++;
 			moved_stale_ns += rd;
+			if (slept > MOVED_NAP_NS)
+				moved_stale_late_ns += slept - MOVED_NAP_NS;
 		}
 	}
 	__atomic_store_n(&moved_napping, -1, __ATOMIC_RELEASE);
@@ -666,6 +674,7 @@ static void write_report(uint64_t start)
 	fprintf(f, "moved_naps %llu\n", moved_naps);
 	fprintf(f, "moved_stale %llu\n", moved_stale);
 	fprintf(f, "moved_stale_ns %llu\n", moved_stale_ns);
+	fprintf(f, "moved_stale_late_ns %llu\n", moved_stale_late_ns);
 	fprintf(f, "rusage_ns %llu\n",
 		(unsigned long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) *
 				1000000000ULL +

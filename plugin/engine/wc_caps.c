@@ -9,20 +9,25 @@
 
 struct need {
 	int cap, or_cap; /* or_cap: another that does as well, or -1 */
+	int and_cap;	 /* another it takes too, or -1 */
 	const char *name, *gives;
 };
 
 static const struct need needs[] = {
-	{CAP_SYS_PTRACE, -1, "CAP_SYS_PTRACE",
+	{CAP_SYS_PTRACE, -1, -1, "CAP_SYS_PTRACE",
 	 "process's maps, vdso or files (reading another process's takes "
 	 "it), so every user frame is [unknown]"},
-	{CAP_DAC_READ_SEARCH, -1, "CAP_DAC_READ_SEARCH",
+	{CAP_DAC_READ_SEARCH, -1, -1, "CAP_DAC_READ_SEARCH",
 	 "binaries and debug files only their owner may read, so their "
 	 "frames are module+0x..."},
-	{CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN, "CAP_CHECKPOINT_RESTORE",
+	{CAP_CHECKPOINT_RESTORE, CAP_SYS_ADMIN, -1, "CAP_CHECKPOINT_RESTORE",
 	 "/proc/PID/map_files: binaries deleted or replaced since they were "
 	 "started and files in containers' mount namespaces go unnamed"},
-	{CAP_SYSLOG, -1, "CAP_SYSLOG",
+	{CAP_SETUID, -1, CAP_SETGID, "CAP_SETUID and CAP_SETGID",
+	 "perf maps, separate debug files or files by their path (the "
+	 "symbolizer's helper cannot read as user nobody, so it is refused "
+	 "openat2), so JIT frames are [unknown]"},
+	{CAP_SYSLOG, -1, -1, "CAP_SYSLOG",
 	 "kernel addresses in /proc/kallsyms (kernel.kptr_restrict 1, or 0 "
 	 "with kernel.perf_event_paranoid above 1), so every kernel frame is "
 	 "[unknown]"},
@@ -67,7 +72,8 @@ unsigned wc_caps_missing(bool stacks, char *text, size_t len)
 		const struct need *nd = &needs[i];
 		int k;
 
-		if (wc_cap_in(d, nd->cap) || wc_cap_in(d, nd->or_cap) ||
+		if (((wc_cap_in(d, nd->cap) || wc_cap_in(d, nd->or_cap)) &&
+		     (nd->and_cap < 0 || wc_cap_in(d, nd->and_cap))) ||
 		    (nd->cap == CAP_SYSLOG && !kallsyms_needs_syslog()))
 			continue;
 		n++;

@@ -57,7 +57,6 @@ enum limit_kind {
 	LIM_STACKS,
 	LIM_WEIGHTS,
 	LIM_WINDOW,
-	LIM_UNOWNED,
 	LIM_UNWALKED,
 	LIM_SYM_BOUNDS,
 	LIM_UNWIND_ROOM,
@@ -304,11 +303,6 @@ static const struct {
 			"its tables were full (raise StackStorage); their "
 			"time is in their groups' remainder lines, counted "
 			"in window_stacks_dropped and window_weights_dropped"},
-	[LIM_UNOWNED] = {"stack weights of processes never placed dropped",
-			 "they were born and died between two reads while "
-			 "the thread table was full (MaxThreads), or their "
-			 "weights overflowed what StackStorage holds until "
-			 "the next read; counted in weights_unowned"},
 	[LIM_UNWALKED] = {"waits under [kernel stack not walked]",
 			  "a flush walks the kernel stacks of 16,384 new "
 			  "waits at most; counted in waits_unwalked"},
@@ -337,8 +331,6 @@ static uint64_t limit_count(const struct wc_self_stats *s, enum limit_kind k)
 		return s->bpf.v[WC_CNT_STACK_COUNTS_FULL];
 	case LIM_WINDOW:
 		return s->window.weights_dropped + s->window.stacks_dropped;
-	case LIM_UNOWNED:
-		return s->weights_unowned;
 	case LIM_UNWALKED:
 		return s->bpf.v[WC_CNT_WAITS_UNWALKED];
 	case LIM_SYM_BOUNDS:
@@ -354,7 +346,8 @@ static void self_locked(const struct wc_engine *e, struct wc_self_stats *out);
 
 /* Every bound that cost something is said, once a minute at most.  Not
  * storage_failed: task storage is refused now and then when programs
- * nest on a CPU, which is no bound anyone could raise. */
+ * nest on a CPU, which is no bound anyone could raise.  Nor
+ * weights_unowned: most are of processes Unmatched "drop" leaves out. */
 static void report_limits(struct wc_engine *e, uint64_t now)
 {
 	struct wc_self_stats s;

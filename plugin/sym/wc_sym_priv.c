@@ -66,16 +66,15 @@ static int limit(int resource, uint64_t max)
  * removed (CAP_DAC_OVERRIDE and CAP_FOWNER are gone), and reading them
  * takes CAP_DAC_READ_SEARCH, kept.  The real uid stays 0, so that no user
  * can signal or trace the helper.  Landlock would forbid writes outright,
- * but it also forbids reading other processes' /proc entries.  A root
- * without CAP_SETUID and CAP_SETGID (a collectd given only what profiling
- * takes) cannot change its file ids: it reads as itself, with no
- * capability left to read more, and the seccomp filter alone keeps it
- * from writing the files it owns.  1: as nobody, 0: as itself, -1.
+ * but it also forbids reading other processes' /proc entries.  Without
+ * CAP_SETUID and CAP_SETGID (a collectd given only what profiling takes)
+ * the file ids cannot change: it reads as itself, and the seccomp filter
+ * alone keeps it from writing the files its user owns.  1: as nobody,
+ * 0: as itself, -1.
  */
 static int files_as_nobody(void)
 {
-	if (getuid() != 0 || !wc_cap_have(CAP_SETUID) ||
-	    !wc_cap_have(CAP_SETGID))
+	if (!wc_cap_have(CAP_SETUID) || !wc_cap_have(CAP_SETGID))
 		return 0;
 	if (setgroups(0, NULL))
 		return -1;

@@ -11,7 +11,7 @@ its seccomp filter alone keeps it from writing root's files.
 import glob
 import os
 
-from wctest import (Env, case, done, helper_check, helper_pids,
+from wctest import (Collectd, Env, case, done, helper_check, helper_pids,
                     require_built, wait_until)
 
 KEEP = "--bounding-set=-all,+bpf,+perfmon"
@@ -68,5 +68,38 @@ with Env("fewcaps") as env:
     case("no errors or warnings from the plugin but those",
          not bad, "\n".join(bad))
     case("collectd exits cleanly", cd.stop() == 0)
+
+    # Everything but CAP_SETUID and CAP_SETGID: the helper reads as root
+    # (no openat2), through map_files: the workload's frames are named.
+    root = os.path.join(env.root, "nosetid")
+    os.mkdir(root, 0o755)
+    nosetid = ["setpriv", "--bounding-set=-setuid,-setgid",
+               "--inh-caps=-all"]
+    cd = Collectd(root, 1, "FlushInterval 3", prefix=nosetid)
+    cd.start()
+    said = [ln for ln in cd.log().splitlines()
+            if "stacks will be less complete" in ln]
+    case("without CAP_SETUID and CAP_SETGID: said, naming what is lost",
+         len(said) == 1 and "CAP_SETUID and CAP_SETGID" in said[0] and
+         "perf maps" in said[0], "\n".join(said))
+    named = wait_until(lambda: any(
+        "burn_cpu" in ln for path in glob.glob(os.path.join(
+            cd.spool, "wallclock-*.folded")) for ln in open(path)), 15, 0.5)
+    case("without CAP_SETUID and CAP_SETGID: the workload's frames are "
+         "named (map_files)", named)
+    pids = helper_pids(cd.pid)
+    fsuids = []
+    for pid in pids:
+        with open(f"/proc/{pid}/status") as f:
+            fsuids += [ln.split()[4] for ln in f if ln.startswith("Uid:")]
+    case("without CAP_SETUID and CAP_SETGID: the helpers read as root",
+         pids and fsuids == ["0"] * len(pids), str(fsuids))
+    confined, refused, out = helper_check(root, nosetid)
+    case("without CAP_SETUID and CAP_SETGID: a helper confines itself, "
+         "and can neither make nor truncate root's files (openat2 "
+         "refused)", confined and refused and
+         out.count("Operation not permitted") >= 4, out)
+    case("without CAP_SETUID and CAP_SETGID: collectd exits cleanly",
+         cd.stop() == 0)
     w.kill()
 done()

@@ -103,7 +103,6 @@ LIMIT_SAID = (
     ("stack_counts_full", "stack weights dropped"),
     ("window_stacks_dropped", "left out of the flush window"),
     ("window_weights_dropped", "left out of the flush window"),
-    ("weights_unowned", "processes never placed"),
     ("waits_unwalked", "kernel stack not walked"),
     ("symbol_over_bounds", "symbol tables left out"),
     ("unwind_files_no_room", "for want of room"),
