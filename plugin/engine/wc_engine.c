@@ -444,10 +444,7 @@ static void give_back_memory(void)
  * the spool usable. */
 static void pause_unwritable(struct wc_engine *e)
 {
-	struct wc_flush_stats fs;
-
-	wc_flush_stats(e->flush, &fs);
-	wc_collector_pause_stacks(e->collector, !fs.spool_ok);
+	wc_collector_pause_stacks(e->collector, !wc_flush_spool_ok(e->flush));
 }
 
 /* The window's last drain, right after a read (which placed the

@@ -630,6 +630,11 @@ int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when)
 	return rc;
 }
 
+bool wc_flush_spool_ok(const struct wc_flush *f)
+{
+	return f->spool != NULL;
+}
+
 void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 {
 	struct wc_spool_stats sp = {0};

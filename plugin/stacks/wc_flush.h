@@ -74,5 +74,7 @@ void wc_flush_group(struct wc_flush *f, const struct wc_group_view *g);
 int wc_flush_write(struct wc_flush *f, struct wc_stacks *st, time_t when);
 
 void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out);
+/* A spool to write to now. */
+bool wc_flush_spool_ok(const struct wc_flush *f);
 
 #endif /* WC_FLUSH_H */
