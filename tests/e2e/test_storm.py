@@ -40,13 +40,14 @@ with Env("storm") as env:
     rss0 = rss_kib()
     exits0, dropped0 = last("derive", "exits"), last("derive",
                                                        "exits_dropped")
-    # two makers, each ahead of other work: one alone makes about the
-    # rate with a CPU of its own, and falls short beside CPU hogs (the
-    # storm is under test here, not whether one thread can make it);
-    # collectd keeps its own priority
+    # two makers, ahead of other work on one CPU: each thread made waits
+    # for its exit, and one woken on the other CPU behind a hog makes the
+    # rate a matter of luck (1,100-6,900 a second unpinned beside two hogs
+    # on one VM, 10,000 pinned); the storm is under test here, not the
+    # scheduler.  collectd keeps its own priority, on any CPU.
     storm = env.workload("wcw_storm", "--churn", str(RATE), "--churn-us",
                          "0", "--churners", "2", "--seconds", str(SECONDS),
-                         nice=-10)
+                         nice=-10, cpu=0)
     storm.wait()
     # two more reads take the last exits
     n = len(cd.csv("", "derive", "exits"))
@@ -65,8 +66,7 @@ with Env("storm") as env:
           f"{rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MiB")
     # the premise, not the plugin: a storm the old exit ring could not
     # hold (it passed 4,400 exits a second at most: 264,023 of 576,923
-    # in the review's minute).  Beside two CPU hogs and the 6.1 guest this
-    # VM's makers reach 7,700-8,600 a second, not the 10,000 asked.
+    # in the review's minute).
     case("the storm ran at 6,000 threads a second or more",
          made >= 0.6 * RATE * SECONDS, f"{made}")
     case("no final record dropped", dropped == 0, f"{dropped:.0f}")

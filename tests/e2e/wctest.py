@@ -349,14 +349,17 @@ class Workload:
     """The test workload under a chosen process name (via a symlink, so the
     kernel's comm is that name from exec on)."""
 
-    def __init__(self, root, name, args, nice=0):
+    def __init__(self, root, name, args, nice=0, cpu=None):
         link = os.path.join(root, "bin", name)
         os.makedirs(os.path.dirname(link), exist_ok=True)
         if not os.path.exists(link):
             os.symlink(WORKLOAD, link)
         self.report_path = os.path.join(root, f"{name}.report")
-        # nice(1) execs the workload: the same pid, its comm the link's
+        # nice(1) and taskset(1) exec the workload: the same pid, its comm
+        # the link's
         pre = ["nice", "-n", str(nice)] if nice else []
+        if cpu is not None:
+            pre += ["taskset", "-c", str(cpu)]
         self.proc = subprocess.Popen(pre + [link, "--report",
                                             self.report_path] + list(args),
                                      stdout=subprocess.PIPE, text=True)
@@ -506,8 +509,8 @@ class Env:
     def collectd(self, interval=1, plugin_conf="", **kw):
         return Collectd(self.root, interval, plugin_conf, **kw)
 
-    def workload(self, name, *args, nice=0):
-        return Workload(self.root, name, args, nice)
+    def workload(self, name, *args, nice=0, cpu=None):
+        return Workload(self.root, name, args, nice, cpu)
 
 
 def bpf_programs(prefix="wc_"):
