@@ -25,9 +25,9 @@ import os
 import subprocess
 import time
 
-from wctest import (BUILD, Env, case, done, folded_files, folded_lines,
-                    folded_time, require_built, totals_against_metrics,
-                    wait_until)
+from wctest import (BUILD, Env, by_read, case, done, flushing_reads,
+                    folded_files, folded_lines, folded_time, read_times,
+                    require_built, totals_against_metrics, wait_until)
 
 FLUSH = 2
 SECONDS = 11
@@ -51,13 +51,13 @@ def under(lines, group, fn, kpart):
 
 
 def window_of(cd, group, prev, cur):
-    """Seconds between the reads that bound the file cur (their csv
-    stamps), or None."""
-    rows = cd.csv(group, "wallclock_us", "sleep")
-    t0, t1 = folded_time(prev), folded_time(cur)
-    a = [t for t, _ in rows if int(t) == t0]
-    b = [t for t, _ in rows if int(t) == t1]
-    return b[-1] - a[-1] if a and b else None
+    """Seconds between the group's stamps at the reads that wrote the
+    files prev and cur, or None."""
+    reads, flushed = read_times(cd), flushing_reads(cd)
+    rows = by_read(cd.csv(group, "wallclock_us", "sleep"), reads)
+    a = rows.get(flushed.get(folded_time(prev)))
+    b = rows.get(flushed.get(folded_time(cur)))
+    return b[0] - a[0] if a and b else None
 
 
 require_built()

@@ -18,6 +18,7 @@ workload in tests/workload).
 """
 
 import atexit
+import bisect
 import calendar
 import glob
 import os
@@ -662,22 +663,56 @@ def folded_time(path):
     return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%SZ"))
 
 
-def row_of_second(rows, second):
-    """The value of the last row dispatched in that second, or None."""
-    hits = [v for t, v in rows if int(t) == second]
-    return hits[-1] if hits else None
+def read_times(cd):
+    """The stamps of collectd's reads, in order: every read dispatches the
+    self metrics, stamped when it read the kernel's counters."""
+    return [t for t, _ in cd.csv("", "derive", "exits")]
+
+
+def flushing_reads(cd):
+    """{second: stamp} of the reads that wrote a file, by the second its
+    name carries: those after which the count of spool files grew (a late
+    read and the next one can share a second)."""
+    spool = cd.csv("", "derive", "spool_files")
+    return {int(t): t for (_, a), (t, b) in zip([(0, 0)] + spool, spool)
+            if b > a}
+
+
+def by_read(rows, reads):
+    """{read: (stamp, value)} of a group's rows.  A group is stamped when
+    its threads were read, within its read's walk, and the read in the
+    middle of that walk: the nearest read is its own, reads being a walk
+    apart at least."""
+    out = {}
+    for t, v in rows:
+        i = bisect.bisect_left(reads, t)
+        near = reads[max(i - 1, 0):i + 1]
+        if near:
+            out[min(near, key=lambda r: abs(r - t))] = (t, v)
+    return out
 
 
 def totals_against_metrics(cd, files, parsed):
     """Each file's values per group and kind against the growth of the
-    dispatched counters over its window (the reads in the seconds its
-    name and the previous file's name carry): (compared, [differences])."""
-    series = {(g, ti): cd.csv(g, "wallclock_us", ti)
+    dispatched counters between the reads that wrote it and the previous
+    file: (compared, [differences])."""
+    reads = read_times(cd)
+    flushed = flushing_reads(cd)
+    series = {(g, ti): by_read(cd.csv(g, "wallclock_us", ti), reads)
               for tinsts in MARKERS.values() for ti in tinsts
               for g in cd.groups()}
     checked, details = 0, []
     for prev, cur in zip(files, files[1:]):
-        t0, t1 = folded_time(prev), folded_time(cur)
+        r0 = flushed.get(folded_time(prev))
+        r1 = flushed.get(folded_time(cur))
+        if r1 is None and reads and folded_time(cur) > int(reads[-1]):
+            continue  # collectd stopped before the csv had that read
+        if r0 is None or r1 is None:
+            details.append(f"{os.path.basename(prev)} -> "
+                           f"{os.path.basename(cur)}: no read wrote them "
+                           f"(flushing reads: {sorted(flushed.values())})")
+            continue
+        window = [t for t in reads if r0 < t <= r1]
         sums = {}
         for fr, v in parsed[cur]:
             sums[(fr[0], fr[1])] = sums.get((fr[0], fr[1]), 0) + v
@@ -686,32 +721,22 @@ def totals_against_metrics(cd, files, parsed):
                 want, ok = 0, True
                 for ti in tinsts:
                     rows = series[(g, ti)]
-                    a, b = row_of_second(rows, t0), row_of_second(rows, t1)
+                    b = rows.get(r1)
                     if b is None:
                         ok = False
                         break
-                    # a read without the group: it was evicted and came
-                    # back, its counters restarting from zero
-                    gap = any(row_of_second(rows, t) is None
-                              for t in range(t0, t1 + 1))
-                    want += b - (a if a is not None and not gap else 0)
+                    # new since the last file, or evicted and back: its
+                    # counters started from zero within the window
+                    a = rows.get(r0)
+                    fresh = a is None or any(t not in rows for t in window)
+                    want += b[1] - (0 if fresh else a[1])
                 if not ok:
                     continue
                 got = sums.get((g, marker), 0)
                 checked += 1
                 if got != want:
-                    # the reads of the window's two seconds, to tell a
-                    # late read from a lost flush
-                    rows = series[(g, tinsts[0])]
-                    reads = [f"{t:.3f}" for t, _ in rows
-                             if int(t) in (t0, t1)]
-                    try:
-                        reads.append("files written at " + ", ".join(
-                            f"{os.stat(f).st_mtime:.3f}" for f in (prev, cur)))
-                    except OSError:
-                        pass
                     details.append(f"{os.path.basename(prev)} -> "
                                    f"{os.path.basename(cur)} {g} {marker}:"
                                    f" file {got} us, metrics {want:.0f} us"
-                                   f" (reads at {', '.join(reads)})")
+                                   f" (reads at {r0:.3f}, {r1:.3f})")
     return checked, details
