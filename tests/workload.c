@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,30 @@ __attribute__((noinline)) static void descend(int d, uint64_t ns)
 
 static uint64_t long_naps_ns; /* naps of --long-ms or more, summed */
 
+/*
+ * Sleep the kernel counted as run queue time.  On kernels that delay
+ * dequeues, a sleeper moved to another CPU as it falls asleep keeps a
+ * stale queue stamp, and its schedstat then counts the nap as a wait for
+ * a CPU (see --moved); the profiler mends that.  A nap whose run_delay
+ * grew by more than half of it beyond its lateness (the only real wait
+ * for a CPU it can hold) had one; naps under 10 ms are not watched, so
+ * the busiest sleepers pay nothing for it.
+ */
+#define STALE_WATCH_NS 10000000ULL
+
+static uint64_t stale_naps_ns;
+
+/* After a nap of `nap` ns that took `took`, run_delay having been rd0. */
+static void note_stale(uint64_t rd0, uint64_t nap, uint64_t took)
+{
+	uint64_t grew = read_schedstat().runq - rd0;
+	uint64_t late = took > nap ? took - nap : 0;
+
+	if (grew > late && grew - late > nap / 2)
+		__atomic_fetch_add(&stale_naps_ns, grew - late,
+				   __ATOMIC_RELAXED);
+}
+
 static void *sleeper(void *arg)
 {
 	uint64_t start = thread_start_ns();
@@ -234,10 +259,17 @@ static void *sleeper(void *arg)
 	(void)arg;
 	pthread_barrier_wait(&started);
 	while (now_ns() < deadline_ns) {
-		uint64_t left = deadline_ns - now_ns(), t = now_ns(), took;
+		uint64_t left = deadline_ns - now_ns(), t, took, rd = 0;
+		uint64_t nap = chunk && chunk < left ? chunk : left;
+		bool watch = nap >= STALE_WATCH_NS;
 
-		descend(opt.sleep_depth, chunk && chunk < left ? chunk : left);
+		if (watch)
+			rd = read_schedstat().runq;
+		t = now_ns();
+		descend(opt.sleep_depth, nap);
 		took = now_ns() - t;
+		if (watch)
+			note_stale(rd, nap, took);
 		/* a slow machine wakes a short nap late */
 		if (opt.long_ms && took >= (uint64_t)opt.long_ms * 1000000ULL)
 			__atomic_fetch_add(&long_naps_ns, took,
@@ -671,6 +703,7 @@ static void write_report(uint64_t start)
 	fprintf(f, "pid %d\n", getpid());
 	fprintf(f, "churned %llu\n", churned);
 	fprintf(f, "long_naps_ns %llu\n", (unsigned long long)long_naps_ns);
+	fprintf(f, "stale_naps_ns %llu\n", (unsigned long long)stale_naps_ns);
 	fprintf(f, "moved_naps %llu\n", moved_naps);
 	fprintf(f, "moved_stale %llu\n", moved_stale);
 	fprintf(f, "moved_stale_ns %llu\n", moved_stale_ns);

@@ -51,6 +51,9 @@ struct report {
 	 * (wait4): the workload's own getrusage misses what it runs after */
 	unsigned long long died_ns;
 	unsigned long long on_ns, runq_ns, wall_ns;
+	/* of runq_ns, sleep the kernel counted as waits for a CPU (stale
+	 * queue stamps, which the profiler mends), as the sleepers saw it */
+	unsigned long long stale_ns;
 	unsigned long long runs; /* arrivals on a CPU, all threads */
 	/* all threads' time from their reports to the reaping: what each
 	 * still ran or waited after it reported is within it */
@@ -204,7 +207,8 @@ static int read_report(const char *path, struct report *r)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "rusage_ns %llu", &r->rusage_ns) == 1)
+		if (sscanf(line, "rusage_ns %llu", &r->rusage_ns) == 1 ||
+		    sscanf(line, "stale_naps_ns %llu", &r->stale_ns) == 1)
 			continue;
 		if (sscanf(line, "thread %31s %d %llu %llu %llu %llu %llu",
 			   kind, &tid, &on, &runq, &wall, &runs, &end) == 7) {
@@ -293,21 +297,24 @@ static bool profile_life(const char *name, const char *sleepers, int threads,
  * between (a process's teardown, waits for a CPU) took up to 0.3 s of CPU
  * on a slow emulated one, so each thread may have up to the time from its
  * report to the reaping on top of the bound.  On-CPU against the kernel's
- * total at the death (wait4), which has them.
+ * total at the death (wait4), which has them.  The run queue against the
+ * kernel's less the naps it miscounted (stale queue stamps), which the
+ * profiler mends.
  */
 static void check_life_totals(const struct wc_group_view *g,
 			      const struct report *r)
 {
 	unsigned long long slack = r->after_ns;
+	double runq = (double)(r->runq_ns - r->stale_ns);
 
-	printf("# life: on %.4f s (rusage %.4f), runq %.4f s (report %.4f), "
-	       "wall %.4f s (report %.4f, slack %.4f)\n",
+	printf("# life: on %.4f s (rusage %.4f), runq %.4f s (report %.4f, "
+	       "of it stale %.4f), wall %.4f s (report %.4f, slack %.4f)\n",
 	       g->time_ns[WC_T_ONCPU] / 1e9, r->died_ns / 1e9,
-	       g->time_ns[WC_T_RUNQ] / 1e9, r->runq_ns / 1e9, wall_of(g) / 1e9,
-	       r->wall_ns / 1e9, slack / 1e9);
+	       g->time_ns[WC_T_RUNQ] / 1e9, r->runq_ns / 1e9, r->stale_ns / 1e9,
+	       wall_of(g) / 1e9, r->wall_ns / 1e9, slack / 1e9);
 	CHECK_NEAR(g->time_ns[WC_T_ONCPU], r->died_ns, 0.01);
-	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * r->runq_ns &&
-	      g->time_ns[WC_T_RUNQ] <= 1.03 * r->runq_ns + slack);
+	CHECK(g->time_ns[WC_T_RUNQ] >= 0.97 * runq &&
+	      g->time_ns[WC_T_RUNQ] <= 1.03 * runq + slack);
 	CHECK(wall_of(g) >= 0.99 * r->wall_ns &&
 	      wall_of(g) <= 1.01 * r->wall_ns + slack);
 }

@@ -139,9 +139,13 @@ with Env("folded") as env:
         return sum(v for lines in parsed.values() for fr, v in lines
                    if fr[0] == GROUP and fr[1] == marker and pred(fr))
 
-    rep = {t[0]: t for t in w.report()["threads"]}
+    report = w.report()
+    rep = {t[0]: t for t in report["threads"]}
     spin_on = rep["spin"][2] / 1e3
-    sleep_off = (rep["sleep"][4] - rep["sleep"][2] - rep["sleep"][3]) / 1e3
+    # less the naps the kernel counted as waits for a CPU (stale queue
+    # stamps), which the plugin mends into sleep
+    sleep_off = (rep["sleep"][4] - rep["sleep"][2] - rep["sleep"][3] +
+                 report["stale_naps_ns"]) / 1e3
     got = total(lambda fr: "spinner" in fr, "[on-cpu]")
     print(f"# spinner on-CPU: files {got} us, schedstat {spin_on:.0f} us "
           f"({100.0 * (got - spin_on) / spin_on:+.2f}%)")

@@ -6,7 +6,8 @@ unixsock writers (Interval 1).  The group's RRD files exist; for each
 one-second step of the busy period, the rate `rrdtool fetch` reports
 (microseconds per second) matches the rate the csv counters give over the
 same step within 5 % (placing the csv rows where the rrdtool plugin does:
-at the dispatch time rounded to the second); the on-CPU rate is no more
+at the dispatch time rounded to the second, with the updates rrdtool
+refused, as its log says, and what went with them); the on-CPU rate is no more
 than three spinners can get on this machine's CPUs, and what the kernel's
 schedstat says they got between the same reads (what other work took
 meanwhile, measured in /proc/stat, is printed); and `collectdctl getval` answers for the group
@@ -14,6 +15,7 @@ over the unix socket with a rate.
 """
 import math
 import os
+import re
 import subprocess
 import time
 
@@ -24,6 +26,13 @@ SECONDS = 10
 SPIN = 3
 TOL = 0.05
 SLOTS = ("oncpu", "offcpu", "runqueue", "sleep")
+# values queued for one file while the rrdtool plugin's writer is behind
+MAX_LOST = 5
+# ways of losing them tried before the RRD is called unexplained
+MAX_TRIES = 20000
+REFUSED = re.compile(r"rrd_update_r \((?P<path>[^)]*)\) failed: .*illegal "
+                     r"attempt to update using time (?P<at>\d+) when last "
+                     r"update time is (?P<last>\d+)")
 
 require_built()
 
@@ -36,21 +45,74 @@ def cpu_busy_s():
     return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def rrd_updates(rows):
+def rrd_updates(rows, lost=()):
     """The rrdtool plugin stamps each update with the dispatch time rounded
     to the whole second (CDTIME_T_TO_TIME_T), and rrdtool refuses an update
-    no later than the last one: the csv rows the RRD file received, as
-    (second it was filed at, time the plugin read the kernel, value)."""
-    out = []
+    no later than the last one.  The plugin's writer thread hands rrdtool
+    all the values queued for a file at once, and rrdtool stops at the
+    first it refuses: lost[k] is how many rows after the k-th refusal went
+    with it (none unless the writer fell behind).  The csv rows the RRD
+    file received, as (second it was filed at, time the plugin read the
+    kernel, value), and the refusals, as (second, last second filed)."""
+    out, refused, skip = [], [], 0
     for t, v in rows:
         tr = math.floor(t + 0.5)
-        if not out or tr > out[-1][0]:
+        if skip:
+            skip -= 1
+        elif not out or tr > out[-1][0]:
             out.append((tr, t, v))
-    return out
+        else:
+            refused.append((tr, out[-1][0]))
+            skip = lost[len(refused) - 1] if len(refused) <= len(lost) else 0
+    return out, refused
 
 
-def as_rrd_sees(rows):
-    return [(tr, v) for tr, _, v in rrd_updates(rows)]
+def refusals(log, path):
+    """The updates of one file rrdtool refused, as collectd logged them."""
+    return [(int(m["at"]), int(m["last"])) for m in REFUSED.finditer(log)
+            if os.path.normpath(m["path"]) == os.path.normpath(path)]
+
+
+def differ(ups, known, busy, upto=None):
+    """Known steps (up to the second upto) whose RRD rate differs from the
+    csv's through the updates ups."""
+    seen = [(tr, v) for tr, _, v in ups]
+    bad = []
+    for t, v in known:
+        if upto is not None and t > upto:
+            break
+        want = csv_rate(seen, t - 1, t)
+        if not (near(v, want, TOL) or (abs(v - want) < 0.01 * busy
+                                       and want < 0.05 * busy)):
+            bad.append(f"{t}: rrd {v:.0f}, csv {want:.0f} "
+                       f"({pct(v, want):+.2f}%)")
+    return bad
+
+
+def explain(rows, known, logged, busy, lost=(), tries=None):
+    """The updates the RRD file holds: the rows as the plugin filed them,
+    less those rrdtool refused, each of them logged, and what went with
+    them (at each refusal the fewest rows that make the steps up to the
+    next match).  Returns (updates, rows lost with refusals) or None."""
+    tries = tries if tries is not None else [MAX_TRIES]
+    tries[0] -= 1
+    if tries[0] < 0:
+        return None
+    ups, refused = rrd_updates(rows, lost)
+    k = len(lost)
+    if k == len(logged):
+        return (ups, sum(lost)) if (refused == logged and
+                                    not differ(ups, known, busy)) else None
+    # the k-th refusal and the updates before it do not depend on what
+    # went with it
+    if refused[:k + 1] != logged[:k + 1] or differ(ups, known, busy,
+                                                   logged[k][1]):
+        return None
+    for n in range(MAX_LOST + 1):
+        found = explain(rows, known, logged, busy, lost + (n,), tries)
+        if found:
+            return found
+    return None
 
 
 def csv_rate(rows, t0, t1):
@@ -116,6 +178,7 @@ with Env("rrd") as env:
     end = w.started + SECONDS
     rc = cd.stop()  # the rrdtool plugin writes what it cached
     case("collectd exits cleanly", rc == 0, f"exit status {rc}")
+    log = cd.log()
 
     ncpu = os.cpu_count()
     busy = min(SPIN, ncpu) * 1e6
@@ -143,13 +206,18 @@ with Env("rrd") as env:
         known = [(t, v) for t, v in steps if v is not None]
         case(f"{slot}: several known RRD rows over the busy period",
              len(known) >= SECONDS - 4, f"{steps}")
-        bad = []
-        for t, v in known:
-            want = csv_rate(as_rrd_sees(rows), t - 1, t)
-            if not (near(v, want, TOL) or (abs(v - want) < 0.01 * busy
-                                           and want < 0.05 * busy)):
-                bad.append(f"{t}: rrd {v:.0f}, csv {want:.0f} "
-                           f"({pct(v, want):+.2f}%)")
+        logged = refusals(log, path)
+        found = explain(rows, known, logged, busy)
+        if found:
+            ups, lost = found
+            if logged:
+                print(f"# {slot}: rrdtool refused {len(logged)} updates "
+                      f"(the log), {lost} more rows went with them")
+            bad = []
+        else:
+            ups, refused = rrd_updates(rows)
+            bad = differ(ups, known, busy) or [
+                f"refused by the rows {refused}, by the log {logged}"]
         case(f"{slot}: RRD rates match the csv counters within 5%",
              known and not bad, "; ".join(bad) or "no rows")
         if slot == "oncpu" and known:
@@ -175,7 +243,7 @@ with Env("rrd") as env:
             # the same filed seconds, is what they must match.  (Compared
             # at the filed seconds instead, a busy host's changing share
             # shifts up to half a second of it at each end.)
-            read = {tr: t for tr, t, _ in rrd_updates(rows)}
+            read = {tr: t for tr, t, _ in ups}
             ends = [tr for tr in sorted(read) if t0 <= tr <= t1]
             steps_in = {t for t, _ in known}
             if len(ends) >= 2 and all(t in steps_in for t in
