@@ -233,10 +233,12 @@ static uint64_t long_naps_ns; /* naps of --long-ms or more, summed */
  * stale queue stamp, and its schedstat then counts the nap as a wait for
  * a CPU (see --moved); the profiler mends that.  A nap whose run_delay
  * grew by more than half of it beyond its lateness (the only real wait
- * for a CPU it can hold) had one; naps under 10 ms are not watched, so
- * the busiest sleepers pay nothing for it.
+ * for a CPU it can hold) had one.  Only naps of half a second or more
+ * are watched: the reads around a nap are on-CPU stacks of their own,
+ * and on a slow emulated CPU they cost about what the nap's system call
+ * does.
  */
-#define STALE_WATCH_NS 10000000ULL
+#define STALE_WATCH_NS 500000000ULL
 
 static uint64_t stale_naps_ns;
 
