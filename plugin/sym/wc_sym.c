@@ -56,6 +56,7 @@ struct wc_sym_proc {
 	bool jit_likely; /* has anonymous or shared executable memory */
 	bool maps_cut;	 /* not all of them: past a bound */
 	bool exited;
+	bool unread;	     /* a file of its last read was left for later */
 	uint64_t seen_cycle; /* noted or looked up */
 	uint64_t read_cycle; /* maps read */
 	uint64_t jit_cycle;  /* perf map read */
@@ -421,6 +422,7 @@ static int proc_refresh(struct wc_sym *s, struct wc_sym_proc *p)
 		return -1;
 	proc_perfmap(s, p);
 	p->read_cycle = p->jit_cycle = s->cycle;
+	p->unread = any_evicted(s, p);
 	proc_count(s, p);
 	return 0;
 }
@@ -444,9 +446,11 @@ int wc_sym_proc_note(struct wc_sym *s, pid_t pid)
 	 * address the picture misses re-reads it at once (a library loaded
 	 * since, code compiled in new memory, an exec: the new image sits
 	 * elsewhere), a table evicted from the cache must be loaded again,
-	 * and every REFRESH_CYCLES cycles all are read.  A JIT's perf map
-	 * grows all the time: it is looked at every cycle. */
-	if (p && (p->exited || p->read_cycle == s->cycle ||
+	 * and every REFRESH_CYCLES cycles all are read.  A file left for
+	 * later (the budget spent on the maps) is asked for at the next
+	 * note, not a cycle on.  A JIT's perf map grows all the time: it is
+	 * looked at every cycle. */
+	if (p && (p->exited || (p->read_cycle == s->cycle && !p->unread) ||
 		  (!any_evicted(s, p) &&
 		   s->cycle < p->read_cycle + REFRESH_CYCLES))) {
 		if (!p->exited && p->jit_cycle != s->cycle) {
@@ -530,6 +534,8 @@ static int resolve(struct wc_sym *s, struct wc_sym_proc *p, uint64_t addr,
 	name = wc_mod_lookup(s->mods, m->mod, off);
 	if (name)
 		return put_name(s, buf, len, name);
+	if (!last_try && p->unread && wc_mod_evicted(m->mod))
+		return -1;
 	return put_module(s, buf, len, wc_mod_name(m->mod), &off);
 }
 
@@ -558,6 +564,7 @@ bool wc_sym_user_place(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
 int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
 		char *buf, size_t len)
 {
+	const struct wc_sym_map *m;
 	struct wc_sym_proc *p;
 	bool may_refresh;
 	int rc;
@@ -581,8 +588,10 @@ int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
 		return rc;
 	p->miss_cycle = s->cycle;
 	/* JIT code the perf map does not name yet may be named by its next
-	 * lines; the maps would only say again that it is anonymous. */
-	if (find_map(p, addr)) {
+	 * lines; the maps would only say again that it is anonymous.  A
+	 * file left for later is read through them. */
+	m = find_map(p, addr);
+	if (m && !(p->unread && m->mod && wc_mod_evicted(m->mod))) {
 		proc_perfmap(s, p);
 		proc_count(s, p);
 	} else if (proc_refresh(s, p) && errno != EAGAIN) {
@@ -718,6 +727,8 @@ struct wc_sym *wc_sym_new(const struct wc_sym_opts *o, char *err, size_t errlen)
 	}
 	s->max_procs = or_default(o->max_procs, DEFAULT_MAX_PROCS);
 	s->max_bytes = or_default(o->max_bytes, DEFAULT_MAX_BYTES);
+	/* a new process's cycles are 0: never the current one */
+	s->cycle = 1;
 	if (s->max_procs > (1u << 24)) {
 		wc_err(err, errlen, "sym: max_procs %zu is too many",
 		       s->max_procs);

@@ -1422,6 +1422,60 @@ static void test_whole_budget(void)
 	fx_stop(&g);
 }
 
+/* A helper slow to come up spends a drain's budget on a process's maps,
+ * and its files are left for later.  The next note in the same cycle
+ * reads them (pass 0), and so does the first lookup that needs one
+ * (pass 1): a recording's one flush must not leave the process unnamed. */
+static void test_unread_read_again(void)
+{
+	const char *argv[] = {fx("fx_pie"), NULL};
+	struct wc_sym_opts o = {.deadline_ms = 5000};
+	char script[PATH_MAX + 64], real[PATH_MAX], buf[256];
+	struct wc_sym_stats st;
+	struct wc_sym *s;
+	struct fixture f;
+	int pass;
+
+	NEED_FIXTURES();
+	if (!real_helper() || !realpath(real_helper(), real))
+		SKIP("no wallclock-symd here (run from the build tree, or "
+		     "set WC_SYM_HELPER)");
+	fmt(script, sizeof(script), "#!/bin/sh\nsleep 0.2\nexec %s \"$@\"\n",
+	    real);
+	o.helper = fake_helper("late_helper", script);
+	if (!o.helper || !fx_start(&f, argv)) {
+		CHECK(!"slow helper and fixture");
+		return;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		s = wc_sym_new(&o, NULL, 0);
+		if (!s) {
+			CHECK(!"symbolizer");
+			break;
+		}
+		/* the helper's start spends the millisecond: maps only */
+		wc_sym_allow(s, 1);
+		CHECK(wc_sym_proc_note(s, f.pid) == 0);
+		wc_sym_stats(s, &st);
+		CHECK(st.helper_skipped > 0);
+		if (pass == 0) {
+			/* nothing read meanwhile: a lookup has no name */
+			wc_sym_allow(s, 0);
+			CHECK(wc_sym_user(s, f.pid, fx_addr(&f, "alpha"), false,
+					  buf, sizeof(buf)) == WC_SYM_MODULE);
+			wc_sym_allow(s, 1000);
+			CHECK(wc_sym_proc_note(s, f.pid) == 0);
+			wc_sym_allow(s, 0);
+		} else {
+			wc_sym_allow(s, WC_SYM_WHOLE);
+		}
+		CHECK_NAME(s, f.pid, fx_addr(&f, "alpha"), false,
+			   "wcsym_fixture_alpha");
+		wc_sym_free(s);
+	}
+	fx_stop(&f);
+}
+
 static void *note_and_end(void *arg)
 {
 	struct wc_sym *s = arg;
@@ -2593,6 +2647,7 @@ int main(void)
 	RUN(test_forged_build_id);
 	RUN(test_helper_stall);
 	RUN(test_whole_budget);
+	RUN(test_unread_read_again);
 	RUN(test_helper_death);
 	RUN(test_unread_retried);
 	RUN(test_helper_outlives_its_thread);
