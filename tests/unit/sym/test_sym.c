@@ -1385,6 +1385,19 @@ static const char *real_helper(void)
 						     : NULL;
 }
 
+/* The real helper, started after a sleep of `delay` seconds; NULL if
+ * there is none here or the script cannot be written. */
+static const char *late_helper(const char *name, const char *delay)
+{
+	char script[PATH_MAX + 64], real[PATH_MAX];
+
+	if (!real_helper() || !realpath(real_helper(), real))
+		return NULL;
+	fmt(script, sizeof(script), "#!/bin/sh\nsleep %s\nexec %s \"$@\"\n",
+	    delay, real);
+	return fake_helper(name, script);
+}
+
 /* A helper that takes 1.5 s to come up spends more than the helpers'
  * burst of 1 s: the next process is not read for a while, with any budget
  * but the whole one (a command-line recording's end), which reads it at
@@ -1393,18 +1406,15 @@ static void test_whole_budget(void)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
 	struct wc_sym_opts o = {.deadline_ms = 5000};
-	char script[PATH_MAX + 64], real[PATH_MAX];
 	struct fixture f, g;
 	struct wc_sym *s;
 	double t0;
 
 	NEED_FIXTURES();
-	if (!real_helper() || !realpath(real_helper(), real))
+	if (!real_helper())
 		SKIP("no wallclock-symd here (run from the build tree, or "
 		     "set WC_SYM_HELPER)");
-	fmt(script, sizeof(script), "#!/bin/sh\nsleep 1.5\nexec %s \"$@\"\n",
-	    real);
-	o.helper = fake_helper("slow_helper", script);
+	o.helper = late_helper("slow_helper", "1.5");
 	if (!o.helper || !fx_start(&f, argv) || !fx_start(&g, argv)) {
 		CHECK(!"slow helper and fixtures");
 		return;
@@ -1430,19 +1440,17 @@ static void test_unread_read_again(void)
 {
 	const char *argv[] = {fx("fx_pie"), NULL};
 	struct wc_sym_opts o = {.deadline_ms = 5000};
-	char script[PATH_MAX + 64], real[PATH_MAX], buf[256];
 	struct wc_sym_stats st;
 	struct wc_sym *s;
 	struct fixture f;
+	char buf[256];
 	int pass;
 
 	NEED_FIXTURES();
-	if (!real_helper() || !realpath(real_helper(), real))
+	if (!real_helper())
 		SKIP("no wallclock-symd here (run from the build tree, or "
 		     "set WC_SYM_HELPER)");
-	fmt(script, sizeof(script), "#!/bin/sh\nsleep 0.2\nexec %s \"$@\"\n",
-	    real);
-	o.helper = fake_helper("late_helper", script);
+	o.helper = late_helper("late_helper", "0.2");
 	if (!o.helper || !fx_start(&f, argv)) {
 		CHECK(!"slow helper and fixture");
 		return;
