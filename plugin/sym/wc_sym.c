@@ -509,6 +509,13 @@ static const struct wc_sym_map *find_map(const struct wc_sym_proc *p,
 	return NULL;
 }
 
+/* Is m's file one of p's left for later (wc_sym_proc_note)? */
+static bool left_for_later(const struct wc_sym_proc *p,
+			   const struct wc_sym_map *m)
+{
+	return p->unread && m->mod && wc_mod_evicted(m->mod);
+}
+
 /* Resolve in p as it is now; -1 if nothing named it and a re-read of the
  * process might (an unknown address, or JIT code without an entry). */
 static int resolve(struct wc_sym *s, struct wc_sym_proc *p, uint64_t addr,
@@ -534,7 +541,7 @@ static int resolve(struct wc_sym *s, struct wc_sym_proc *p, uint64_t addr,
 	name = wc_mod_lookup(s->mods, m->mod, off);
 	if (name)
 		return put_name(s, buf, len, name);
-	if (!last_try && p->unread && wc_mod_evicted(m->mod))
+	if (!last_try && left_for_later(p, m))
 		return -1;
 	return put_module(s, buf, len, wc_mod_name(m->mod), &off);
 }
@@ -591,7 +598,7 @@ int wc_sym_user(struct wc_sym *s, pid_t pid, uint64_t addr, bool caller,
 	 * lines; the maps would only say again that it is anonymous.  A
 	 * file left for later is read through them. */
 	m = find_map(p, addr);
-	if (m && !(p->unread && m->mod && wc_mod_evicted(m->mod))) {
+	if (m && !left_for_later(p, m)) {
 		proc_perfmap(s, p);
 		proc_count(s, p);
 	} else if (proc_refresh(s, p) && errno != EAGAIN) {
