@@ -799,6 +799,13 @@ const char *wc_account_group_of(const struct wc_account *a, uint32_t tgid)
 	return NULL;
 }
 
+bool wc_account_dropped(const struct wc_account *a, uint32_t tgid)
+{
+	uint32_t i;
+
+	return wc_idmap_get(&a->tgids, tgid, &i) && a->procs[i].state == P_DROP;
+}
+
 void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out)
 {
 	uint32_t i;

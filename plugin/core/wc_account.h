@@ -90,5 +90,8 @@ void wc_account_stats(const struct wc_account *a, struct wc_account_stats *out);
  * dropped (Unmatched drop) or unknown.  A process whose last thread died
  * in the last read is still known until the next begin. */
 const char *wc_account_group_of(const struct wc_account *a, uint32_t tgid);
+/* The last read left the process out (Unmatched drop, or another's -p):
+ * none of its stacks will be written. */
+bool wc_account_dropped(const struct wc_account *a, uint32_t tgid);
 
 #endif /* WC_ACCOUNT_H */

@@ -177,8 +177,10 @@ static void on_weight(void *arg, const struct wc_stack_key *k, uint64_t w)
 	struct wc_engine *e = arg;
 	const char *group = wc_account_group_of(e->account, k->tgid);
 
-	/* while the process lives: it may be gone by the flush */
-	if (k->ustack >= WC_STACK_LABELS)
+	/* While the process lives: it may be gone by the flush.  Not one
+	 * left out, whose maps would only spend the drain's budget. */
+	if (k->ustack >= WC_STACK_LABELS &&
+	    (group || !wc_account_dropped(e->account, k->tgid)))
 		note_later(e, (pid_t)k->tgid);
 	if (!group && e->between_reads && e->ndeferred < e->max_deferred) {
 		e->deferred[e->ndeferred++] = (struct deferred){*k, w};

@@ -652,6 +652,7 @@ void wc_flush_stats(const struct wc_flush *f, struct wc_flush_stats *out)
 	out->sym_hits = sy.module_hits;
 	out->sym_misses = sy.module_misses;
 	out->sym_bytes = sy.bytes;
+	out->sym_procs = sy.procs;
 	out->sym_refused = sy.refused;
 	out->sym_bad_lines = sy.bad_lines;
 	out->sym_over_bounds = sy.over_bounds;

@@ -40,6 +40,7 @@ struct wc_flush_stats {
 	uint64_t sym_hits; /* the symbolizer's module cache */
 	uint64_t sym_misses;
 	uint64_t sym_bytes;
+	uint64_t sym_procs;	  /* processes whose maps it holds now */
 	uint64_t sym_refused;	  /* files refused by the symbolizer's rules */
 	uint64_t sym_bad_lines;	  /* perf-map lines that were no symbol */
 	uint64_t sym_over_bounds; /* mappings, map bytes, tables left out */

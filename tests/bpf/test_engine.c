@@ -1,6 +1,7 @@
 /*
  * test_engine.c - the engine with real BPF, no collectd: lifetimes, exits,
- * exec, kernel threads, idle, and a clean unload.
+ * exec, kernel threads, idle, whose maps the symbolizer reads, and a clean
+ * unload.
  *
  * Needs root (BPF); without it every test says SKIP with the reason.  The
  * workload binary comes from argv[1] (the build's tests/workload) and runs
@@ -13,6 +14,7 @@
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +106,10 @@ static uint64_t wall_of(const struct wc_group_view *g)
 /* How the next engines walk the threads (the tests of the walk set it). */
 static struct wc_walk_opts walk;
 
-static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
+/* Every process but `only` left out, if it is not 0 (the command line's
+ * -p). */
+static struct wc_engine *open_only(struct wc_config *cfg, bool kthreads,
+				   uint32_t only)
 {
 	struct wc_engine *e = NULL;
 	char err[1024];
@@ -112,12 +117,18 @@ static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
 	wc_config_init(cfg);
 	cfg->kthreads = kthreads;
 	cfg->sample_hz = 99;
+	cfg->only_tgid = only;
 	snprintf(cfg->spool_dir, sizeof(cfg->spool_dir), "%s/spool", bin_dir);
 	if (wc_engine_open_walk(cfg, &walk, &e, err, sizeof(err))) {
 		printf("  engine: %s\n", err);
 		return NULL;
 	}
 	return e;
+}
+
+static struct wc_engine *open_engine(struct wc_config *cfg, bool kthreads)
+{
+	return open_only(cfg, kthreads, 0);
 }
 
 /* Run the workload under `name` to completion, reading the engine every
@@ -134,28 +145,28 @@ static unsigned long long last_died_ns; /* of the last workload reaped */
 static uint64_t last_life_ns;		/* from its fork to its reaping */
 static uint64_t last_reaped_ns;		/* CLOCK_MONOTONIC */
 
-static int run_workload(struct wc_engine *e, const char *name,
-			const char *const *args, const char *report_path,
-			long read_ms)
+/* Start the workload under `name`, reporting to report_path if not NULL,
+ * without waiting for it. */
+static pid_t spawn(const char *name, const char *report_path,
+		   const char *const *args)
 {
-	struct rusage ru;
-	char link[PATH_MAX], err[512];
+	char link[PATH_MAX];
 	const char *argv[32];
-	int n = 0, status, every;
-	uint64_t born;
+	int n = 0;
 	pid_t pid;
 
 	snprintf(link, sizeof(link), "%s/%s", bin_dir, name);
 	if (symlink(workload, link) != 0 && errno != EEXIST)
 		return -1;
 	argv[n++] = link;
-	argv[n++] = "--report";
-	argv[n++] = report_path;
+	if (report_path) {
+		argv[n++] = "--report";
+		argv[n++] = report_path;
+	}
 	while (*args && n < 30)
 		argv[n++] = *args++;
 	argv[n] = NULL;
 	fflush(stdout); /* the child's freopen would print it again */
-	born = mono_ns();
 	pid = fork();
 	if (pid == 0) {
 		/* Named as the workload from the fork, which its report
@@ -166,6 +177,23 @@ static int run_workload(struct wc_engine *e, const char *name,
 		execv(link, (char *const *)argv);
 		_exit(127);
 	}
+	return pid;
+}
+
+static int run_workload(struct wc_engine *e, const char *name,
+			const char *const *args, const char *report_path,
+			long read_ms)
+{
+	struct rusage ru;
+	char err[512];
+	int n, status, every;
+	uint64_t born;
+	pid_t pid;
+
+	born = mono_ns();
+	pid = spawn(name, report_path, args);
+	if (pid < 0)
+		return -1;
 	/* reaped within 10 ms of its death, so its life is known to that;
 	 * exits drained between reads as the plugin does, so that another
 	 * program's thread storm does not fill the ring; reads half a period
@@ -868,6 +896,81 @@ static void test_no_stacks_no_walks(void)
 	CHECK(still_loaded(ids, n) == 0);
 }
 
+#define DECOYS 16
+
+/* Profile with stacks, drained every 100 ms and read every 200 (as the
+ * plugin does), only `only` kept if it is not 0, until the symbolizer
+ * holds `want` processes' maps or `*drains` drains have run: how many it
+ * then holds.  A starved host may need more than one drain's budget to
+ * read them all, so *drains says how many it took. */
+static uint64_t held_after(uint32_t only, uint64_t want, int *drains,
+			   uint64_t *unowned)
+{
+	struct wc_self_stats self = {0};
+	struct wc_config cfg;
+	struct wc_engine *e;
+	char err[512];
+	int n;
+
+	e = open_only(&cfg, false, only);
+	CHECK(e != NULL);
+	if (!e)
+		return 0;
+	for (n = 1; n <= *drains; n++) {
+		usleep(100000);
+		if (n % 2 == 0 && wc_engine_read(e, err, sizeof(err)))
+			printf("  read: %s\n", err);
+		if (wc_engine_drain(e, err, sizeof(err)))
+			printf("  drain: %s\n", err);
+		wc_engine_self(e, &self);
+		if (self.flush.sym_procs >= want)
+			break;
+	}
+	*drains = n > *drains ? *drains : n;
+	*unowned = self.weights_unowned;
+	wc_engine_close(e);
+	wc_config_free(&cfg);
+	return self.flush.sym_procs;
+}
+
+/* Processes left out (the command line's -p, Unmatched "drop") show in no
+ * file: reading their maps would only spend the drains' budget, which a
+ * busy host needs for the processes kept. */
+static void test_dropped_not_read(void)
+{
+	const char *const args[] = {"--sleep",	 "1",  "--sleep-ms", "5",
+				    "--seconds", "30", NULL};
+	uint64_t all, kept, unowned_all, unowned_kept;
+	pid_t pids[DECOYS + 1];
+	int i, status, took = 150, drains;
+
+	NEED_ROOT();
+	for (i = 0; i <= DECOYS; i++)
+		pids[i] = spawn(i ? "wce_decoy" : "wce_kept", NULL, args);
+	usleep(300000);
+	all = held_after(0, DECOYS + 1, &took, &unowned_all);
+	/* as many drains as every process took: as much budget, at least */
+	drains = took < 20 ? 20 : took;
+	kept = held_after((uint32_t)pids[0], UINT64_MAX, &drains,
+			  &unowned_kept);
+	printf("# maps held: %llu with every process kept (after %d "
+	       "drains), %llu with one (after %d; %llu and %llu weights left "
+	       "out)\n",
+	       (unsigned long long)all, took, (unsigned long long)kept, drains,
+	       (unsigned long long)unowned_all,
+	       (unsigned long long)unowned_kept);
+	/* each decoy does show when kept; the one kept still shows */
+	CHECK(all >= DECOYS + 1);
+	CHECK(unowned_kept >= DECOYS);
+	CHECK(kept >= 1 && kept < DECOYS / 2);
+	for (i = 0; i <= DECOYS; i++) {
+		if (pids[i] <= 0)
+			continue;
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], &status, 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	check_prog = "test_engine";
@@ -904,6 +1007,7 @@ int main(int argc, char **argv)
 	RUN(test_kernel_threads_option);
 	RUN(test_idle_is_not_a_process);
 	RUN(test_old_kernel_refused);
+	RUN(test_dropped_not_read);
 	if (fork() == 0) /* leave the directory to rm, not to this process */
 		execlp("rm", "rm", "-rf", bin_dir, (char *)NULL);
 	wait(NULL);

@@ -775,6 +775,10 @@ static void explicit_run(bool drop)
 		ABSENT(&f, "other");
 	else
 		GROUP(&f, "other", 70, 2);
+	/* its stacks are not worth symbolizing: only the left out */
+	CHECK(wc_account_dropped(f.a, 3) == drop);
+	CHECK(!wc_account_dropped(f.a, 1) && !wc_account_dropped(f.a, 2));
+	CHECK(!wc_account_dropped(f.a, 9));
 	CHECK(stats(&f).groups == (drop ? 2u : 3u));
 	CHECK(stats(&f).waiting == 0);
 	fix_free(&f);
