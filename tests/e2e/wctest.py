@@ -678,6 +678,14 @@ def flushing_reads(cd):
             if b > a}
 
 
+def last_counted(cd):
+    """The stamp of the last read whose count of spool files reached the
+    csv, or 0.  collectd drops the values still queued for its writers
+    when it stops, so the last read's rows may be there in part."""
+    spool = cd.csv("", "derive", "spool_files")
+    return spool[-1][0] if spool else 0
+
+
 def by_read(rows, reads):
     """{read: (stamp, value)} of a group's rows.  A group is stamped when
     its threads were read, within its read's walk, and the read in the
@@ -697,7 +705,7 @@ def totals_against_metrics(cd, files, parsed):
     dispatched counters between the reads that wrote it and the previous
     file: (compared, [differences])."""
     reads = read_times(cd)
-    flushed = flushing_reads(cd)
+    flushed, counted = flushing_reads(cd), last_counted(cd)
     series = {(g, ti): by_read(cd.csv(g, "wallclock_us", ti), reads)
               for tinsts in MARKERS.values() for ti in tinsts
               for g in cd.groups()}
@@ -705,7 +713,7 @@ def totals_against_metrics(cd, files, parsed):
     for prev, cur in zip(files, files[1:]):
         r0 = flushed.get(folded_time(prev))
         r1 = flushed.get(folded_time(cur))
-        if r1 is None and reads and folded_time(cur) > int(reads[-1]):
+        if r1 is None and folded_time(cur) > int(counted):
             continue  # collectd stopped before the csv had that read
         if r0 is None or r1 is None:
             details.append(f"{os.path.basename(prev)} -> "
