@@ -143,12 +143,47 @@ static __always_inline struct uw_proc *uw_proc_of(struct task_struct *task)
 	return bpf_map_lookup_elem(&uw_procs, &k);
 }
 
+/* How a kernel says a mapping's record is in its tree: 6.15 on, 6.4 to
+ * 6.14 (with per-VMA locks); before, only the file it holds says. */
+struct vm_area_struct___refcnt {
+	refcount_t vm_refcnt;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct___detached {
+	bool detached;
+} __attribute__((preserve_access_index));
+
+struct file___count {
+	atomic_long_t f_count;
+} __attribute__((preserve_access_index));
+
+/* Whether the record at v is a mapping the kernel still has.  A freed
+ * record reads as it was until it is reused, so its range, mm and file
+ * alone do not tell. */
+static __always_inline bool uw_vma_live(struct vm_area_struct *v)
+{
+	struct vm_area_struct___refcnt *r = (void *)v;
+	struct vm_area_struct___detached *d = (void *)v;
+	struct file___count *f;
+
+	if (bpf_core_field_exists(r->vm_refcnt))
+		return BPF_CORE_READ(r, vm_refcnt.refs.counter) != 0;
+	if (bpf_core_field_exists(d->detached))
+		return !BPF_CORE_READ(d, detached);
+	/* a file mapped nowhere else was let go with its last mapping */
+	f = (void *)BPF_CORE_READ(v, vm_file);
+	if (f && bpf_core_field_exists(f->f_count))
+		return BPF_CORE_READ(f, f_count.counter) != 0;
+	return true;
+}
+
 /*
  * Whether cached mapping m is still what the kernel has there: a library
  * unloaded and another loaded at the same place, or two CPUs learning
  * into one slot at once, must not pair one file's rows with another's
  * code.  Read from the kernel's own record of the mapping, wherever it is
- * now (a freed record reads as another, or as nothing).
+ * now: reused, it reads as another mapping; freed, as no longer in the
+ * tree.
  */
 static __always_inline bool uw_map_valid(struct uwalk *w,
 					 const struct uw_map *m)
@@ -156,7 +191,7 @@ static __always_inline bool uw_map_valid(struct uwalk *w,
 	struct vm_area_struct *v = (struct vm_area_struct *)m->vma;
 	__u64 ino = 0;
 
-	if (BPF_CORE_READ(v, vm_start) != m->start ||
+	if (!uw_vma_live(v) || BPF_CORE_READ(v, vm_start) != m->start ||
 	    BPF_CORE_READ(v, vm_end) != m->end ||
 	    BPF_CORE_READ(v, vm_mm) != w->task->mm)
 		return false;

@@ -3,9 +3,12 @@
 unwinder use one file's rows on the other's code.
 
 tests/uw_remap.c, run as nobody from nobody's directory, loads two builds
-of tests/uw_remap_lib.c in turn at the same address (dlopen, spin 15 ms,
-dlclose: about 60 swaps a second).  Their spinners' frames differ (a
-4 KiB array against six saved registers), so a row of one applied to the
+of tests/uw_remap_lib.c at once for 2 s (so that both tables are in),
+then in turn at the same address (dlopen, spin 15 ms, dlclose: about 60
+swaps a second), moving to the other CPU between two,
+so that the last library's freed mapping records stay unused and still
+read as its range and file.  Their spinners' frames differ (a 4 KiB
+array against six saved registers), so a row of one applied to the
 other finds a wrong caller.  A real collectd with UserStackUnwinding
 "auto" and the program's own functions built without frame pointers:
 
@@ -13,8 +16,8 @@ other finds a wrong caller.  A real collectd with UserStackUnwinding
 - every complete stack through the libraries is main, uw_remap_loop
   and the library (a row of the other library finds a caller that only
   looks right: a return address calls left on the stack);
-- at least 70 % of the time in the libraries has a complete stack, once
-  the tables are in (a walk learns one new mapping; each swap is one);
+- at least 70 % of the time in the libraries has a complete stack (a
+  walk learns one new mapping; each swap is one);
 - collectd keeps dispatching every interval and exits cleanly.
 """
 import os
@@ -26,7 +29,7 @@ from wctest import (ENTRY_POINTS as ENTRY, Env, case, done, folded_files,
 
 NOBODY = 65534
 FLUSH = 2
-SECONDS = 14
+SECONDS = 16
 HERE = os.path.dirname(os.path.abspath(__file__))
 ONCPU = "[on-cpu]"
 
@@ -76,7 +79,12 @@ with Env("remap") as env:
     end = time.time()
     same = [ln for ln in out.splitlines() if ln.startswith("same ")]
     words = same[0].split() if same else []
-    print(f"# uw_remap: {same[0] if same else err.strip()}")
+    cpus = [ln for ln in out.splitlines() if ln.startswith("cpus ")]
+    print(f"# uw_remap: {same[0] if same else err.strip()}, "
+          f"{cpus[0] if cpus else 'no cpus line'}")
+    if cpus and cpus[0] != "cpus 2":
+        print("# one CPU: it did not move, so freed mapping records were "
+              "most likely reused at once")
     case("the libraries took turns at one address (most swaps)",
          p.returncode == 0 and len(words) == 4 and int(words[3]) >= 100 and
          int(words[1]) >= 0.9 * int(words[3]), f"{out} {err}")
@@ -89,7 +97,7 @@ with Env("remap") as env:
     case("values dispatched every interval meanwhile (longest gap <= 4.5 s)",
          len(rows) >= SECONDS and gap <= 4.5, f"{len(rows)} reads, {gap}")
 
-    # the tables come with the first walks' requests: from the third file
+    # the tables are in by the end of the warm-up: from the third file
     files = [f for f in folded_files(cd.spool)[2:]
              if folded_time(f) <= end + FLUSH]
     lines = [(fr[2:], v) for f in files for fr, v in folded_lines(f)
@@ -121,7 +129,7 @@ with Env("remap") as env:
          "main and uw_remap_loop",
          total > 0 and not wrong, "\n".join(wrong[:10]))
     case("at least 70 % of the time in the libraries has a complete stack",
-         total > 2e6 and good >= 0.7 * total,
+         total > 1e6 and good >= 0.7 * total,
          f"{good} of {total} us\n" + "\n".join(
              f"{';'.join(fr)} {v}" for fr, v in
              sorted(lines, key=lambda x: -x[1])[:10]))

@@ -11,6 +11,8 @@ set -uo pipefail
 BUILD=$1
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 export WC_BUILD_DIR=$BUILD WALLCLOCK_SYMD=$BUILD/wallclock-symd
+# what only an unstarved CPU can show says SKIP here (the host runs it)
+export WC_EMULATED_CPU=1
 kernel=$(uname -r)
 status=0
 
