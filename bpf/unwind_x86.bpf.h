@@ -222,9 +222,10 @@ static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
 	struct vm_area_struct *v;
 	struct uw_map *m;
 	__u64 addr = 0;
-	__u32 i;
+	__u32 i, stale;
 
 	i = wc_uw_slot(p, pc);
+	stale = i;
 	if (i < UW_MAPS) {
 		m = &p->m[i & (UW_MAPS - 1)];
 		if ((w->r->valid & (1u << i)) || uw_map_valid(w, m)) {
@@ -241,8 +242,14 @@ static __always_inline struct uw_map *uw_map_of(struct uwalk *w, __u64 pc)
 	v = (struct vm_area_struct *)addr;
 	if (!(BPF_CORE_READ(v, vm_flags) & K_VM_EXEC))
 		goto bad;
-	i = __sync_fetch_and_add(&p->next, 1);
-	opaque(i);
+	/* in the stale one's place: a library loaded again and again must
+	 * not push the program's own mappings out */
+	if (stale < UW_MAPS) {
+		i = stale;
+	} else {
+		i = __sync_fetch_and_add(&p->next, 1);
+		opaque(i);
+	}
 	i &= UW_MAPS - 1;
 	m = &p->m[i];
 	m->vma = addr;

@@ -17,7 +17,8 @@ other finds a wrong caller.  A real collectd with UserStackUnwinding
   and the library (a row of the other library finds a caller that only
   looks right: a return address calls left on the stack);
 - at least 70 % of the time in the libraries has a complete stack (a
-  walk learns one new mapping; each swap is one);
+  walk learns one new mapping; each swap is one, learnt again in the
+  place of the one it replaced);
 - collectd keeps dispatching every interval and exits cleanly.
 """
 import os
