@@ -6,12 +6,12 @@
  * (tests/e2e/test_remap.py runs it as nobody).  It first loads both at
  * once and spins in each in turn for WARM_MS, so that both tables are in
  * before the swaps begin (they are the file's, wherever it is mapped).
- * Between two libraries it
- * moves to another CPU where it may: the kernel then takes the next
- * one's mappings from that CPU's free records, and the last one's freed
- * records stay as they were, still naming its range and file.  Prints
- * "ready PID", and at the end "same N of M": how often the next library
- * landed where the last had been, and "cpus K": how many it moved among.
+ * Between two libraries it moves to another CPU where it may: the kernel
+ * then takes the next one's mappings from that CPU's free records, and
+ * the last one's freed records stay as they were, still naming its range
+ * and file.  Prints "ready PID", and at the end "same N of M": how often
+ * the next library landed where the last had been, and "cpus K": how
+ * many it moved among.
  *
  * usage: uw_remap LIB_A LIB_B SECONDS
  */
@@ -80,7 +80,7 @@ static void warm(const char *a, const char *b)
 	spin_fn sb = spin_of(hb, b);
 	int i;
 
-	for (i = 0; i < WARM_MS / 100; i++)
+	for (i = 0; i < WARM_MS / 50; i++)
 		sink += i % 2 ? sb(50) : sa(50);
 	dlclose(ha);
 	dlclose(hb);
