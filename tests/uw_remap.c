@@ -95,7 +95,7 @@ static __attribute__((noinline)) int uw_remap_loop(const char *lib)
 	int base = 0;
 
 	if (!dladdr((void *)spin, &info)) {
-		fprintf(stderr, "no uw_lib_spin in %s\n", lib);
+		fprintf(stderr, "dladdr cannot place uw_lib_spin of %s\n", lib);
 		exit(1);
 	}
 	sink += spin(15);

@@ -16,7 +16,7 @@ other finds a wrong caller.  A real collectd with UserStackUnwinding
 - every complete stack through the libraries is main, uw_remap_loop
   and the library (a row of the other library finds a caller that only
   looks right: a return address calls left on the stack);
-- at least 70 % of the time in the libraries has a complete stack (a
+- at least 90 % of the time in the libraries has a complete stack (a
   walk learns one new mapping; each swap is one, learnt again in the
   place of the one it replaced);
 - collectd keeps dispatching every interval and exits cleanly.
@@ -129,8 +129,8 @@ with Env("remap") as env:
     case("no complete stack through the libraries has other callers than "
          "main and uw_remap_loop",
          total > 0 and not wrong, "\n".join(wrong[:10]))
-    case("at least 70 % of the time in the libraries has a complete stack",
-         total > 1e6 and good >= 0.7 * total,
+    case("at least 90 % of the time in the libraries has a complete stack",
+         total > 1e6 and good >= 0.9 * total,
          f"{good} of {total} us\n" + "\n".join(
              f"{';'.join(fr)} {v}" for fr, v in
              sorted(lines, key=lambda x: -x[1])[:10]))
