@@ -337,6 +337,24 @@ def fuse_server(root, files, label):
     return fs
 
 
+class TablesSettled:
+    """A predicate for wait_until, polled about once a second: whether
+    the walks of the last `quiet` polls went on without meeting an unwind
+    table still on its way (the helper may build other programs' tables
+    before the one a test is after)."""
+
+    def __init__(self, cd, quiet=6):
+        self.cd, self.quiet, self.polls = cd, quiet, []
+
+    def __call__(self):
+        self.polls.append(tuple(self.cd.last("", "derive", t) for t in
+                                ("unwind_walks", "unwind_end_pending")))
+        if len(self.polls) <= self.quiet:
+            return False
+        (w0, p0), (w1, p1) = self.polls[-self.quiet - 1], self.polls[-1]
+        return w1 > w0 and p1 == p0
+
+
 def wait_until(pred, timeout, step=0.05):
     end = time.time() + timeout
     while time.time() < end:

@@ -14,8 +14,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "e2e"))
-from wctest import (Env, case, done, require_built,  # noqa: E402
-                    wait_until)
+from wctest import (Env, TablesSettled, case, done,  # noqa: E402
+                    require_built, wait_until)
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                    "uw_workload.c")
@@ -32,18 +32,7 @@ def last(cd, tinst):
     return r[-1][1] if r else 0
 
 
-QUIET = 6
 WALKS = 400  # enough to tell most from some; each is CI time
-_pending = []  # (walks, walks ended at a pending table), one per poll
-
-
-def tables_settled(cd):
-    """Whether the walks of the last QUIET polls met no table on its way."""
-    _pending.append((last(cd, "unwind_walks"), last(cd, "unwind_end_pending")))
-    if len(_pending) <= QUIET:
-        return False
-    (w0, p0), (w1, p1) = _pending[-QUIET - 1], _pending[-1]
-    return w1 > w0 and p1 == p0
 
 
 require_built()
@@ -60,10 +49,11 @@ with Env("vmunwind") as env:
     # until the tables are in: the first one built may be another
     # program's while the workload's waits (the tables' helper has a
     # quarter of an emulated CPU), so until no walk has met a table still
-    # on its way for QUIET seconds; then WALKS walks, however slow the CPU
+    # on its way for six polls; then WALKS walks, however slow the CPU
     wait_until(lambda: last(cd, "unwind_tables_built") >= 1, WAIT / 2, 1)
     t0 = time.time()
-    settled = wait_until(lambda: tables_settled(cd), WAIT / 2, 1)
+    tables_settled = TablesSettled(cd)
+    settled = wait_until(tables_settled, WAIT / 2, 1)
     print(f"# tables settled after {time.time() - t0:.0f} s: "
           f"{last(cd, 'unwind_tables_built'):.0f} built")
     w0, c0 = last(cd, "unwind_walks"), last(cd, "unwind_complete")
@@ -89,7 +79,7 @@ with Env("vmunwind") as env:
     # Every process's walks count here; test_unwind.py measures how
     # complete the walks are, per program, on the host's kernel.
     case("no walk meets a table on its way for a while: they are all in",
-         settled, f"{len(_pending)} polls")
+         settled, f"{len(tables_settled.polls)} polls")
     case("most walks by tables reach the outermost frame here too",
          dw >= WALKS and dc >= dw / 2, f"{dc} of {dw}")
 done()
