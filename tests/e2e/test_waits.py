@@ -25,9 +25,9 @@ import os
 import subprocess
 import time
 
-from wctest import (BUILD, Env, by_read, case, done, flushing_reads,
-                    folded_files, folded_lines, folded_time, read_times,
-                    require_built, totals_against_metrics, wait_until)
+from wctest import (BUILD, Env, case, done, folded_files, folded_lines,
+                    folded_time, require_built, totals_against_metrics,
+                    wait_until, window_of)
 
 FLUSH = 2
 SECONDS = 11
@@ -48,16 +48,6 @@ def under(lines, group, fn, kpart):
                if fr[0] == group and fr[1] == SLEEP and
                (not fn or fn in fr) and
                any(f.endswith("_[k]") and kpart in f for f in fr[2:]))
-
-
-def window_of(cd, group, prev, cur):
-    """Seconds between the group's stamps at the reads that wrote the
-    files prev and cur, or None."""
-    reads, flushed = read_times(cd), flushing_reads(cd)
-    rows = by_read(cd.csv(group, "wallclock_us", "sleep"), reads)
-    a = rows.get(flushed.get(folded_time(prev)))
-    b = rows.get(flushed.get(folded_time(cur)))
-    return b[0] - a[0] if a and b else None
 
 
 require_built()

@@ -704,6 +704,30 @@ def last_counted(cd):
     return spool[-1][0] if spool else 0
 
 
+def flush_stamps(cd, group, files):
+    """{file: group's stamp at the read that wrote it}, for the files
+    whose read reached the csv with a row of the group.  A file holds what
+    the kernel counted between two such stamps; the seconds in the files'
+    names can be a second off that when a read is late."""
+    reads, flushed = read_times(cd), flushing_reads(cd)
+    rows = by_read(cd.csv(group, "wallclock_us", "sleep"), reads)
+    out = {}
+    for p in files:
+        row = rows.get(flushed.get(folded_time(p)))
+        if row:
+            out[p] = row[0]
+    return out
+
+
+def window_of(cd, group, prev, cur):
+    """Seconds between the group's stamps at the reads that wrote the
+    files prev and cur, or None."""
+    stamps = flush_stamps(cd, group, [prev, cur])
+    if prev in stamps and cur in stamps:
+        return stamps[cur] - stamps[prev]
+    return None
+
+
 def by_read(rows, reads):
     """{read: (stamp, value)} of a group's rows.  A group is stamped when
     its threads were read, within its read's walk, and the read in the
