@@ -9,16 +9,22 @@ sum of /proc/PID/task/*/schedstat within 3 % (of the nearest value the
 samples either side of each end allow), and on + off-CPU must match
 threads x wall time within 3 %.  The spinners' on-CPU samples must lie
 between their run time and their run time plus hypervisor steal, times
-the frequency (README, "Late timer ticks").
+the frequency (README, "Late timer ticks").  The workloads run until
+collectd has read them often enough for three windows: where reads come
+seconds late (a starved emulated guest), longer than SECONDS.
 """
 import os
+import time
 
 from wctest import (Env, SchedSampler, case, counter_window, done, pct,
-                    require_built)
+                    require_built, wait_until)
 
 HZ = 99
-SECONDS = 14
+SECONDS = 14    # the workloads run this long at least,
+LONGEST = 60    # and on until collectd has read them READS times
+READS = 5       # inside their run: three windows, and one to spare
 TOL = 0.03
+GROUPS = ("wcw_spin", "wcw_sleep", "wcw_disk")
 
 
 def count_tol(n):
@@ -31,16 +37,32 @@ require_built()
 with Env("accuracy") as env:
     cd = env.collectd(interval=2, plugin_conf=f"SampleFrequency {HZ}")
     cd.start()
-    spin = env.workload("wcw_spin", "--spin", "3", "--seconds", str(SECONDS))
+    spin = env.workload("wcw_spin", "--spin", "3", "--seconds", str(LONGEST))
     sleep = env.workload("wcw_sleep", "--sleep", "1", "--sleep-ms", "50",
-                         "--seconds", str(SECONDS))
-    disk = env.workload("wcw_disk", "--disk", "1", "--seconds", str(SECONDS),
+                         "--seconds", str(LONGEST))
+    disk = env.workload("wcw_disk", "--disk", "1", "--seconds", str(LONGEST),
                         "--dir", env.root)
     ss = SchedSampler([spin.pid, sleep.pid, disk.pid])
+    pids = dict(zip(GROUPS, (spin.pid, sleep.pid, disk.pid)))
+    start = min(w.started for w in (spin, sleep, disk))
+
+    def reads_inside(group, until):
+        rows = ss.rows[pids[group]]
+        return [t for t, _ in cd.csv(group, "wallclock_us", "oncpu")
+                if rows and rows[0][0] + 0.3 < t < until - 0.3]
+
+    # A starved host (the emulated guest beside busy host CPUs) reads
+    # late, seconds apart: the run lasts until the reads to compare came.
+    wait_until(lambda: time.time() >= start + SECONDS and all(
+        len(reads_inside(g, time.time())) >= READS for g in GROUPS),
+        LONGEST - 5, step=0.5)
+    end = time.time()
     for w in (spin, sleep, disk):
+        w.kill()
         w.wait()
-    end = min(w.started for w in (spin, sleep, disk)) + SECONDS
     ss.stop()
+    print(f"# the workloads ran {end - start:.1f} s; reads inside: " +
+          ", ".join(f"{g} {len(reads_inside(g, end))}" for g in GROUPS))
     cd.wait_rows("wcw_spin", "wallclock_us", "oncpu", 1, 5)
     rc = cd.stop()
     case("collectd exits cleanly", rc == 0, f"exit status {rc}")
@@ -57,10 +79,7 @@ with Env("accuracy") as env:
         times = [t for t, _ in cd.csv(w, "wallclock_us", "oncpu")
                  if ss_start(w) + 0.3 < t < min(end - 0.3, ss_end(w))]
         return list(zip(times, times[2:])) + ([(times[0], times[-1])]
-                                              if len(times) > 2 else [])
-
-    pids = {"wcw_spin": spin.pid, "wcw_sleep": sleep.pid,
-            "wcw_disk": disk.pid}
+                                              if len(times) > 3 else [])
 
     def ss_start(group):
         return ss.rows[pids[group]][0][0]
@@ -68,8 +87,8 @@ with Env("accuracy") as env:
     def ss_end(group):
         """The last sample before any of the group's threads ended: the
         kernel's side sums the live threads, so a thread that ended takes
-        its whole life out of it (on a starved CPU, the workload's threads
-        can end well before its start + SECONDS as this side saw it)."""
+        its whole life out of it (killed at the run's end, the threads
+        die one by one, and this side may see some gone already)."""
         rows = ss.rows[pids[group]]
         most = max(r[3] for r in rows)
         first = next(i for i, r in enumerate(rows) if r[3] == most)
@@ -111,8 +130,7 @@ with Env("accuracy") as env:
              f"({pct(got, want):+.2f}%, samples put it in "
              f"[{lo:.0f}, {hi:.0f}], slack {slack:.0f} us)")
 
-    for group, nthreads in (("wcw_spin", 4), ("wcw_sleep", 2),
-                            ("wcw_disk", 2)):
+    for group, nthreads in zip(GROUPS, (4, 2, 2)):
         s = series(group)
         wins = windows(group)
         case(f"{group}: enough windows", len(wins) >= 3, f"{len(wins)}")
@@ -122,8 +140,8 @@ with Env("accuracy") as env:
              f"{len(ss.rows[pids[group]])} samples")
         print(f"# {group}: {len(ss.rows[pids[group]])} schedstat samples "
               f"kept, {ss.rejected[pids[group]]} too slow to keep, "
-              f"[{ss_start(group) - end + SECONDS:.1f}s, "
-              f"{ss_end(group) - end + SECONDS:.1f}s]")
+              f"[{ss_start(group) - start:.1f}s, "
+              f"{ss_end(group) - start:.1f}s]")
         # Read by read: a thread switched in unseen must not be reported
         # as waiting and then, once its switch-out rebuilds the stretch,
         # as running too (a counter that ran ahead stays ahead).  Each
@@ -161,7 +179,7 @@ with Env("accuracy") as env:
             b0, b1 = ss.bracket(pids[group], t0), ss.bracket(pids[group], t1)
             on_span = ((b1[0][0] - b0[0][1]) / 1e3,
                        (b1[0][1] - b0[0][0]) / 1e3)
-            tag = f"{group} [{t0 - end + SECONDS:.1f}s,+{t1 - t0:.1f}s]"
+            tag = f"{group} [{t0 - start:.1f}s,+{t1 - t0:.1f}s]"
             # too little to compare in relative terms is not compared
             if k_on > 0.05 * wall_us:
                 compare(f"{group} oncpu",
@@ -174,6 +192,8 @@ with Env("accuracy") as env:
             compare(f"{group} on+off",
                     f"{tag} on+off within 3% of {nthreads} threads x wall",
                     on[0] + off[0], nthreads * wall_us)
+        if not wins or not counter_window(s["oncpu"], *wins[-1]):
+            continue    # failed above: too few windows, or missing data
         t0, t1 = wins[-1]
         on = counter_window(s["oncpu"], t0, t1)[0]
         if group == "wcw_spin":
@@ -196,12 +216,15 @@ with Env("accuracy") as env:
             ticks = [counter_window(cd.csv("", "derive", k), t0, t1)
                      for k in ("samples", "idle_samples",
                                "samples_misplaced")]
-            print(f"# {group}: {smp and smp[0]:.0f} samples for "
+            nan = float("nan")
+            print(f"# {group}: {smp[0] if smp else nan:.0f} samples for "
                   f"{on / 1e6:.3f} s on-CPU and {steal / 1e6:.3f} s of "
                   f"steal (schedstat "
-                  f"{k0 and k1 and (k1[0] - k0[0]) / 1e9:.3f} s) at {HZ} Hz; "
-                  f"{late and late[0]:.0f} ticks credited late host-wide, "
-                  f"{ticks[2] and ticks[2][0]:.0f} misplaced; "
+                  f"{(k1[0] - k0[0]) / 1e9 if k0 and k1 else nan:.3f} s) "
+                  f"at {HZ} Hz; "
+                  f"{late[0] if late else nan:.0f} ticks credited late "
+                  f"host-wide, {ticks[2][0] if ticks[2] else nan:.0f} "
+                  "misplaced; "
                   f"all ticks {sum(x[0] for x in ticks if x):.0f} in "
                   f"{t1 - t0:.3f} s x {os.cpu_count()} CPUs", flush=True)
             lo_tol, hi_tol = count_tol(lo), count_tol(hi)
@@ -209,7 +232,8 @@ with Env("accuracy") as env:
                  f"frequency (-{lo_tol:.0%}, +{hi_tol:.0%})",
                  smp and lo * (1 - lo_tol) <= smp[0] <= hi * (1 + hi_tol),
                  f"{smp and smp[0]} samples, want {lo:.0f} to {hi:.0f} "
-                 f"(host-wide, {late and late[0]:.0f} ticks credited late)")
+                 f"(host-wide, {late[0] if late else nan:.0f} ticks "
+                 "credited late)")
         if group == "wcw_sleep":
             # of the time its threads neither ran nor waited for a CPU
             # (which a starved host makes long after each wake-up)

@@ -26,8 +26,8 @@ import subprocess
 import time
 
 from wctest import (BUILD, Env, case, done, folded_files, folded_lines,
-                    folded_time, require_built, totals_against_metrics,
-                    wait_until, window_of)
+                    flush_stamps, folded_time, require_built,
+                    totals_against_metrics, wait_until)
 
 FLUSH = 2
 SECONDS = 11
@@ -84,10 +84,12 @@ with Env("waits") as env:
               folded_time(cur) <= end - 1]
     case("several windows inside the waits", len(inside) >= 3,
          f"{len(inside)} of {len(files)} files")
+    stamps = flush_stamps(cd, GROUP, files)
     for fn, kframe in WAITERS.items():
         bad = []
         for prev, cur in inside:
-            span = window_of(cd, GROUP, prev, cur)
+            span = (stamps[cur] - stamps[prev] if prev in stamps and
+                    cur in stamps else None)
             got = under(parsed[cur], GROUP, fn, kframe) / 1e6
             if span is None or not 0.95 * span <= got <= 1.05 * span:
                 bad.append(f"{os.path.basename(cur)}: {got:.3f} s of "

@@ -719,15 +719,6 @@ def flush_stamps(cd, group, files):
     return out
 
 
-def window_of(cd, group, prev, cur):
-    """Seconds between the group's stamps at the reads that wrote the
-    files prev and cur, or None."""
-    stamps = flush_stamps(cd, group, [prev, cur])
-    if prev in stamps and cur in stamps:
-        return stamps[cur] - stamps[prev]
-    return None
-
-
 def by_read(rows, reads):
     """{read: (stamp, value)} of a group's rows.  A group is stamped when
     its threads were read, within its read's walk, and the read in the
