@@ -14,4 +14,5 @@ if [ ${#bad[@]} -eq 0 ]; then
 else
 	echo "FAIL: format: not as .clang-format lays them out" \
 		"(clang-format -i FILE): ${bad[*]}"
+	exit 1
 fi

@@ -76,8 +76,7 @@ with Env("accuracy") as env:
     def windows(w):
         """Dispatch times well inside the workload's life, paired into
         windows of two intervals."""
-        times = [t for t, _ in cd.csv(w, "wallclock_us", "oncpu")
-                 if ss_start(w) + 0.3 < t < min(end - 0.3, ss_end(w))]
+        times = reads_inside(w, min(end, ss_end(w) + 0.3))
         return list(zip(times, times[2:])) + ([(times[0], times[-1])]
                                               if len(times) > 3 else [])
 

@@ -189,7 +189,6 @@ def check_page(R, svg_w, svg_h):
     W, xpad, total = before["width"], before["xpad"], before["total"]
     frames = before["frames"]
     f = R["target"]
-    by_i = {g["i"]: g for g in frames}
 
     # Screenshot.
     shot = R["screenshot"]

@@ -24,17 +24,9 @@ import subprocess
 import time
 
 from wctest import (Collectd, Env, Workload, case, done, near, pct,
-                    require_built, row_at, wait_until)
+                    proc_stat, require_built, row_at, wait_until)
 
 require_built()
-
-
-def proc_stat_forks():
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith("processes "):
-                return int(line.split()[1])
-    return None
 
 
 def live_tasks():
@@ -165,7 +157,7 @@ def part_churn(env):
     # Snapshot, then count (and at the end count, then snapshot), so that
     # no task is both counted as created and found in the first snapshot.
     tasks0, _ = live_tasks()
-    forks0 = proc_stat_forks()
+    forks0 = proc_stat("processes")[0]
 
     w = Workload(root, "wcw_churn", ["--churn", "300", "--churn-us", "500",
                                      "--seconds", "8"])
@@ -173,7 +165,7 @@ def part_churn(env):
                            "for i in $(seq 1000); do /bin/true; done"])
     sh.wait()
     w.wait()
-    forks1 = proc_stat_forks()
+    forks1 = proc_stat("processes")[0]
     tasks1, kthreads1 = live_tasks()
     t_end = time.time()
     new_alive = tasks1 - tasks0

@@ -39,8 +39,8 @@ import subprocess
 import time
 
 import wctest
-from wctest import (HOST, Env, SchedSampler, case, done, near, pct,
-                    require_built, skip, task_schedstat, wait_until)
+from wctest import (HOST, Env, SchedSampler, case, cpu_busy_s, done, near,
+                    pct, require_built, skip, task_schedstat, wait_until)
 
 SECONDS = 8
 STATES = ("oncpu", "runqueue", "steal", "sleep", "blocked")
@@ -67,13 +67,6 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def cpu_busy_s():
-    """Seconds all CPUs spent busy since boot (/proc/stat, USER_HZ)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class Carbon:

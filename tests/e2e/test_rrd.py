@@ -19,8 +19,8 @@ import re
 import subprocess
 import time
 
-from wctest import (HOST, Env, SchedSampler, case, done, near, pct,
-                    require_built, task_schedstat)
+from wctest import (HOST, Env, SchedSampler, case, cpu_busy_s, done, near,
+                    pct, require_built, task_schedstat)
 
 SECONDS = 10
 SPIN = 3
@@ -35,14 +35,6 @@ REFUSED = re.compile(r"rrd_update_r \((?P<path>[^)]*)\) failed: .*illegal "
                      r"update time is (?P<last>\d+)")
 
 require_built()
-
-
-def cpu_busy_s():
-    """Seconds all CPUs spent busy since boot (/proc/stat, USER_HZ)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]  # idle, iowait
-    return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def rrd_updates(rows, lost=()):

@@ -30,8 +30,8 @@ import subprocess
 import time
 import zlib
 
-from wctest import (HOST, Env, case, done, near, pct, require_built, skip,
-                    task_schedstat)
+from wctest import (HOST, Env, case, cpu_busy_s, done, near, pct,
+                    require_built, skip, task_schedstat)
 
 SECONDS = 8
 GROUP = "wcw_g"
@@ -123,13 +123,6 @@ def colour_counts(pixels):
             if k:
                 counts[k] += 1
     return counts
-
-
-def cpu_busy_s():
-    """Seconds all CPUs spent busy since boot (/proc/stat, USER_HZ)."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def run(*args, cwd=None):

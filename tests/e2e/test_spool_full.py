@@ -8,7 +8,6 @@ The spool is a 512 KiB tmpfs, flushed every second and kept to its two
 newest files; a file that is not ours fills it, then goes; a workload
 keeps the files coming.
 """
-import glob
 import os
 import subprocess
 import time

@@ -23,7 +23,6 @@ nanosleep (sleep_a_while) and the main thread's clock_nanosleep.
 """
 import os
 import subprocess
-import time
 
 from wctest import (BUILD, Env, case, done, folded_files, folded_lines,
                     flush_stamps, folded_time, require_built,

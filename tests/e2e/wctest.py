@@ -411,6 +411,29 @@ class Workload:
         return out
 
 
+def proc_stat(key):
+    """The numbers on one line of /proc/stat ("cpu", "processes"), or
+    None."""
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *rest = line.split()
+            if name == key:
+                return [int(x) for x in rest]
+    return None
+
+
+def cpu_busy_s():
+    """Seconds all CPUs spent busy since boot: every state from user to
+    steal but idle and iowait."""
+    v = proc_stat("cpu")
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def stolen_s():
+    """Seconds the hypervisor took from all CPUs since boot."""
+    return proc_stat("cpu")[7] / os.sysconf("SC_CLK_TCK")
+
+
 def task_schedstat(pid):
     """(on_ns, runq_ns, threads) summed over a process's live threads."""
     on = runq = n = 0
